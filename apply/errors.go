@@ -1,0 +1,78 @@
+package apply
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/decant/decant/source"
+)
+
+// Error is a failure to apply one change. It names where it happened and
+// never the row's values.
+type Error struct {
+	Op     string // "insert", "update", "commit"...
+	Table  source.TableName
+	Xid    uint32
+	Commit source.LSN
+	Err    error
+}
+
+func (e *Error) Error() string {
+	where := fmt.Sprintf("xid %d commit %s", e.Xid, e.Commit)
+	if e.Table.Name != "" {
+		where += " table " + e.Table.String()
+	}
+	return fmt.Sprintf("apply %s at %s: %v", e.Op, where, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Retryable is implemented by errors that know whether resuming from the
+// checkpoint after a reconnect can succeed.
+type Retryable interface{ Retryable() bool }
+
+// Transient reports whether err is worth a reconnect and a resume from the
+// checkpoint: lost connections, server restarts, serialization failures,
+// deadlocks, a slot still held by a dying session. Everything else (bad data,
+// missing tables, constraint violations, malformed streams) is permanent: a
+// retry would fail the same way.
+func Transient(err error) bool {
+	if err == nil {
+		return false
+	}
+	var r Retryable
+	if errors.As(err, &r) {
+		return r.Retryable()
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code[:2] {
+		case "08", "53", "57": // connection exception, insufficient resources, operator intervention
+			return pgErr.Code != "57014" // query_canceled: only we cancel, when stopping
+		}
+		switch pgErr.Code {
+		case "40001", "40P01", "55P03", "55006": // serialization, deadlock, lock timeout, object (slot) in use
+			return true
+		}
+		return false
+	}
+	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
+		return true
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return true
+	}
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) {
+		return true
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
+}

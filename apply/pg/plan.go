@@ -1,0 +1,95 @@
+package pg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/decant/decant/mapping"
+	"github.com/decant/decant/source"
+)
+
+// plan is a mapping.Plan with its SQL rendered once.
+type plan struct {
+	*mapping.Plan
+	insertSQL string
+	copySQL   string
+	deleteSQL string
+	updates   map[string]string // set mask → UPDATE statement
+	mask      []byte            // scratch for the mask key
+	set       []bool            // scratch for the set mask
+}
+
+func (t *Target) plan(ctx context.Context, rel *source.Relation) (*plan, error) {
+	if t.last != nil && t.last.Rel == rel {
+		return t.last, nil
+	}
+	if p, ok := t.plans[rel]; ok {
+		t.last = p
+		return p, nil
+	}
+	tt, err := t.table(ctx, mapping.Route(rel.Table()))
+	if err != nil {
+		return nil, err
+	}
+	mp, err := mapping.NewPlan(rel, *tt)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{
+		Plan:      mp,
+		insertSQL: renderInsert(mp),
+		copySQL:   renderCopy(mp),
+		deleteSQL: renderDelete(mp),
+		updates:   map[string]string{},
+		set:       make([]bool, len(rel.Columns)),
+		mask:      make([]byte, len(rel.Columns)),
+	}
+	t.plans[rel] = p
+	t.last = p
+	return p, nil
+}
+
+// setMask marks the new values an UPDATE writes: all but unchanged TOAST
+// values. The slice is reused by the next call.
+func (p *plan) setMask(row []source.Value) []bool {
+	for i, v := range row {
+		p.set[i] = v.Kind != source.ValueUnchanged
+	}
+	return p.set
+}
+
+// updateSQL returns the UPDATE for a set mask, rendered once per mask.
+func (p *plan) updateSQL(set []bool) string {
+	for i, s := range set {
+		p.mask[i] = '0'
+		if s {
+			p.mask[i] = '1'
+		}
+	}
+	if sql, ok := p.updates[string(p.mask)]; ok {
+		return sql
+	}
+	sql := renderUpdate(p.Plan, set)
+	p.updates[string(p.mask)] = sql
+	return sql
+}
+
+var errOldRow = errors.New("the source sent no usable old value for a column that identifies the row")
+
+// appendWhere appends the values that find the changed row: the old image
+// when the source sent one, else (an UPDATE that kept its key) the new one.
+func (p *plan) appendWhere(args [][]byte, c *source.Change) ([][]byte, error) {
+	row := c.Old
+	if row == nil {
+		row = c.New
+	}
+	for _, col := range whereColumns(p.Plan) {
+		v := row[col]
+		if v.Kind == source.ValueUnchanged || v.Kind == source.ValueBinary {
+			return nil, fmt.Errorf("%w (column %s)", errOldRow, p.Rel.Columns[col].Name)
+		}
+		args = append(args, param(v))
+	}
+	return args, nil
+}

@@ -1,0 +1,450 @@
+// Package pg writes decant's transactions into a PostgreSQL target through
+// github.com/jackc/pgx/v5: runs of inserts as COPY, everything else as
+// prepared statements sent in pipelined batches, the checkpoint row in the
+// same transaction, with session_replication_role = replica so target
+// triggers and foreign keys behave as under native logical replication.
+package pg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/decant/decant/apply"
+	"github.com/decant/decant/checkpoint"
+	"github.com/decant/decant/mapping"
+	"github.com/decant/decant/source"
+	"github.com/decant/decant/source/pgoutput"
+)
+
+// Config configures a Target.
+type Config struct {
+	DSN      string // postgres:// URL of the target database
+	Pipeline string
+	Logger   *slog.Logger
+}
+
+// Limits on what is buffered before a round trip.
+const (
+	batchStmts  = 1000    // statements per pipelined batch
+	batchBytes  = 4 << 20 // parameter bytes per batch
+	copyMinRows = 8       // shorter insert runs go as INSERTs in the batch
+	copyBytes   = 4 << 20 // COPY data per round trip
+)
+
+// Target is the PostgreSQL writer. It is not safe for concurrent use.
+type Target struct {
+	cfg  Config
+	log  *slog.Logger
+	conn *pgx.Conn
+
+	tables map[source.TableName]*mapping.TargetTable
+	plans  map[*source.Relation]*plan
+	last   *plan // plan of the previous change: rows come in runs
+	stmts  map[string]string // SQL → prepared statement name
+
+	inTx  bool
+	batch batch
+	run   insertRun
+	args  [][]byte // scratch parameter list, reused row after row
+}
+
+var _ apply.Target = (*Target)(nil)
+
+// New returns a Target; Open connects.
+func New(cfg Config) (*Target, error) {
+	if _, err := pgoutput.ParseDSN(cfg.DSN); err != nil {
+		return nil, fmt.Errorf("target: %w", err)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Target{cfg: cfg, log: log}, nil
+}
+
+// Connect opens a target session with decant's settings.
+func Connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
+	pc, err := pgoutput.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("target: %w", err)
+	}
+	cfg, err := pgx.ParseConfig("")
+	if err != nil {
+		return nil, err
+	}
+	cfg.Config = *pc
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to target %s:%d: %w", pc.Host, pc.Port, err)
+	}
+	return conn, nil
+}
+
+// Open connects if needed and reads the checkpoint.
+func (t *Target) Open(ctx context.Context) (checkpoint.Row, error) {
+	if t.conn != nil && t.conn.IsClosed() {
+		t.Close(ctx)
+	}
+	if t.conn == nil {
+		conn, err := Connect(ctx, t.cfg.DSN)
+		if err != nil {
+			return checkpoint.Row{}, err
+		}
+		// Like PostgreSQL's apply worker: ordinary triggers and foreign key
+		// checks do not fire for replicated rows.
+		if _, err := conn.Exec(ctx, "SET session_replication_role = replica"); err != nil {
+			conn.Close(ctx)
+			return checkpoint.Row{}, fmt.Errorf("target: set session_replication_role = replica (the target user must be a superuser): %w", err)
+		}
+		t.conn = conn
+		t.tables = map[source.TableName]*mapping.TargetTable{}
+		t.plans = map[*source.Relation]*plan{}
+		t.stmts = map[string]string{}
+		t.last = nil
+	}
+	if t.inTx {
+		if err := t.Rollback(ctx); err != nil {
+			return checkpoint.Row{}, err
+		}
+	}
+	return checkpoint.PGRead(ctx, t.conn, t.cfg.Pipeline)
+}
+
+// Close drops the connection; an open transaction is rolled back by the
+// server.
+func (t *Target) Close(ctx context.Context) {
+	if t.conn != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+		t.conn.Close(cctx)
+		cancel()
+	}
+	t.conn, t.inTx, t.last = nil, false, nil
+	t.batch.reset()
+	t.run.reset()
+}
+
+// Apply writes changes of txn into the open transaction.
+func (t *Target) Apply(ctx context.Context, txn *source.Txn, changes []source.Change) error {
+	if !t.inTx {
+		t.batch.add("BEGIN", nil, stmtInfo{op: "begin", txn: txn, expect: -1})
+		t.inTx = true
+	}
+	for i := range changes {
+		c := &changes[i]
+		if err := t.change(ctx, txn, c); err != nil {
+			var ae *apply.Error
+			if errors.As(err, &ae) {
+				return err
+			}
+			return &apply.Error{Op: c.Op.String(), Table: c.Rel.Table(), Xid: txn.Xid, Commit: txn.Commit, Err: err}
+		}
+	}
+	// An insert run never spans transactions, so a failure names its own.
+	return t.endRun(ctx)
+}
+
+func (t *Target) change(ctx context.Context, txn *source.Txn, c *source.Change) error {
+	if c.Op == source.OpTruncate {
+		if err := t.endRun(ctx); err != nil {
+			return err
+		}
+		return t.truncate(ctx, txn, c)
+	}
+	p, err := t.plan(ctx, c.Rel)
+	if err != nil {
+		return err
+	}
+	if c.Op == source.OpInsert {
+		if t.run.plan != p {
+			if err := t.endRun(ctx); err != nil {
+				return err
+			}
+			t.run.start(p, txn)
+		}
+		t.run.add(c)
+		if t.run.bytes >= copyBytes {
+			return t.endRun(ctx)
+		}
+		return nil
+	}
+	if err := t.endRun(ctx); err != nil {
+		return err
+	}
+	if !p.Identifies() {
+		return fmt.Errorf("source table has replica identity NOTHING, so its %ss cannot be replicated; set REPLICA IDENTITY FULL or add a primary key on the source", c.Op)
+	}
+	switch c.Op {
+	case source.OpUpdate:
+		err = t.update(ctx, txn, p, c)
+	case source.OpDelete:
+		err = t.delete(ctx, txn, p, c)
+	}
+	if err != nil {
+		return err
+	}
+	return t.maybeFlush(ctx)
+}
+
+func (t *Target) maybeFlush(ctx context.Context) error {
+	if t.batch.len() >= batchStmts || t.batch.bytes >= batchBytes {
+		return t.flush(ctx)
+	}
+	return nil
+}
+
+func (t *Target) update(ctx context.Context, txn *source.Txn, p *plan, c *source.Change) error {
+	set := p.setMask(c.New)
+	name, err := t.prepare(ctx, p.updateSQL(set))
+	if err != nil {
+		return err
+	}
+	args := t.args[:0]
+	for i, v := range c.New {
+		if set[i] {
+			args = append(args, param(v))
+		}
+	}
+	args, err = p.appendWhere(args, c)
+	if err != nil {
+		return err
+	}
+	t.args = args
+	t.batch.addPrepared(name, args, stmtInfo{op: "update", table: p.Target, txn: txn, expect: 1})
+	return nil
+}
+
+func (t *Target) delete(ctx context.Context, txn *source.Txn, p *plan, c *source.Change) error {
+	name, err := t.prepare(ctx, p.deleteSQL)
+	if err != nil {
+		return err
+	}
+	args, err := p.appendWhere(t.args[:0], c)
+	if err != nil {
+		return err
+	}
+	t.args = args
+	t.batch.addPrepared(name, args, stmtInfo{op: "delete", table: p.Target, txn: txn, expect: 1})
+	return nil
+}
+
+func (t *Target) truncate(ctx context.Context, txn *source.Txn, c *source.Change) error {
+	names := make([]source.TableName, len(c.Truncated))
+	partitioned := make([]bool, len(c.Truncated))
+	for i, rel := range c.Truncated {
+		tt, err := t.table(ctx, mapping.Route(rel.Table()))
+		if err != nil {
+			return &apply.Error{Op: "truncate", Table: rel.Table(), Xid: txn.Xid, Commit: txn.Commit, Err: err}
+		}
+		names[i], partitioned[i] = tt.Name, tt.Partitioned
+	}
+	t.batch.add(renderTruncate(names, partitioned, c.RestartIdentity), nil,
+		stmtInfo{op: "truncate", table: names[0], txn: txn, expect: -1})
+	return t.maybeFlush(ctx)
+}
+
+// endRun writes the pending run of inserts: a short one as INSERTs in the
+// batch, a long one as COPY after flushing the batch (order matters).
+func (t *Target) endRun(ctx context.Context) error {
+	r := &t.run
+	if r.plan == nil || len(r.rows) == 0 {
+		r.reset()
+		return nil
+	}
+	defer r.reset()
+	if len(r.rows) < copyMinRows {
+		name, err := t.prepare(ctx, r.plan.insertSQL)
+		if err != nil {
+			return err
+		}
+		for _, c := range r.rows {
+			args := t.args[:0]
+			for _, v := range c.New {
+				args = append(args, param(v))
+			}
+			t.args = args
+			t.batch.addPrepared(name, args, stmtInfo{op: "insert", table: r.plan.Target, txn: r.txn, expect: 1})
+		}
+		return t.maybeFlush(ctx)
+	}
+	if err := t.flush(ctx); err != nil {
+		return err
+	}
+	data, err := r.copyData()
+	if err != nil {
+		return &apply.Error{Op: "insert", Table: r.plan.Target, Xid: r.txn.Xid, Commit: r.txn.Commit, Err: err}
+	}
+	tag, err := t.conn.PgConn().CopyFrom(ctx, data, r.plan.copySQL)
+	if err == nil && tag.RowsAffected() != int64(len(r.rows)) {
+		err = fmt.Errorf("COPY wrote %d rows, expected %d", tag.RowsAffected(), len(r.rows))
+	}
+	if err != nil {
+		return &apply.Error{Op: "insert", Table: r.plan.Target, Xid: r.txn.Xid, Commit: r.txn.Commit, Err: describe(err)}
+	}
+	return nil
+}
+
+// flush sends the batch in one round trip and checks every result.
+func (t *Target) flush(ctx context.Context) error {
+	if t.batch.len() == 0 {
+		return nil
+	}
+	defer t.batch.reset()
+	mrr := t.conn.PgConn().ExecBatch(ctx, &t.batch.b)
+	var failed error
+	for i := 0; mrr.NextResult(); i++ {
+		tag, err := mrr.ResultReader().Close()
+		if failed != nil {
+			continue
+		}
+		info := t.batch.info[i]
+		switch {
+		case err != nil:
+			failed = info.fail(describe(err))
+		case info.expect >= 0 && tag.RowsAffected() != int64(info.expect):
+			failed = info.fail(rowCountError(info, tag.RowsAffected()))
+		}
+	}
+	if err := mrr.Close(); err != nil && failed == nil {
+		failed = describe(err)
+	}
+	return failed
+}
+
+func rowCountError(info stmtInfo, got int64) error {
+	switch {
+	case info.op == "checkpoint":
+		return fmt.Errorf("%w: the stored checkpoint is past this position; another decant is applying this pipeline, stop it", checkpoint.ErrRegressed)
+	case got == 0:
+		return errors.New("no target row matches the source row's key: the target has diverged from the source (a row was changed or removed behind decant's back, or the table was not copied before streaming)")
+	}
+	return fmt.Errorf("%d target rows match the source row's key, expected 1: the target table lacks the source's primary key or unique constraint", got)
+}
+
+// Commit writes the checkpoint and commits; with no transaction open it
+// writes the checkpoint alone.
+func (t *Target) Commit(ctx context.Context, cp checkpoint.Row) error {
+	if err := t.endRun(ctx); err != nil {
+		return err
+	}
+	info := stmtInfo{op: "checkpoint", txn: &source.Txn{Xid: cp.Xid, Commit: cp.Commit}, expect: 1}
+	t.batch.add(checkpoint.PGAdvance, cp.PGAdvanceArgs(), info)
+	if err := t.flush(ctx); err != nil {
+		return err
+	}
+	if !t.inTx {
+		return nil
+	}
+	tag, err := t.conn.PgConn().Exec(ctx, "COMMIT").ReadAll()
+	t.inTx = false
+	if err == nil && (len(tag) != 1 || tag[0].CommandTag.String() != "COMMIT") {
+		err = errors.New("the target rolled the transaction back")
+	}
+	if err != nil {
+		return &apply.Error{Op: "commit", Xid: cp.Xid, Commit: cp.Commit, Err: describe(err)}
+	}
+	return nil
+}
+
+// Rollback abandons the open transaction and anything not yet sent.
+func (t *Target) Rollback(ctx context.Context) error {
+	t.batch.reset()
+	t.run.reset()
+	if !t.inTx || t.conn == nil {
+		t.inTx = false
+		return nil
+	}
+	t.inTx = false
+	if _, err := t.conn.PgConn().Exec(ctx, "ROLLBACK").ReadAll(); err != nil {
+		t.Close(ctx)
+		return fmt.Errorf("target rollback: %w", err)
+	}
+	return nil
+}
+
+// prepare returns the name of a prepared statement for sql, preparing it on
+// first use (one round trip per statement shape per session).
+func (t *Target) prepare(ctx context.Context, sql string) (string, error) {
+	if name, ok := t.stmts[sql]; ok {
+		return name, nil
+	}
+	name := fmt.Sprintf("decant_%d", len(t.stmts)+1)
+	if _, err := t.conn.PgConn().Prepare(ctx, name, sql, nil); err != nil {
+		return "", describe(err)
+	}
+	t.stmts[sql] = name
+	return name, nil
+}
+
+// param is a value as a text-format parameter; nil is NULL.
+func param(v source.Value) []byte {
+	if v.Kind == source.ValueNull {
+		return nil
+	}
+	return v.Data
+}
+
+// Inspect reads a target table's columns and primary key from the catalog;
+// ErrNoTable when it does not exist.
+func Inspect(ctx context.Context, conn *pgx.Conn, name source.TableName) (*mapping.TargetTable, error) {
+	var oid uint32
+	var kind string
+	err := conn.QueryRow(ctx, `SELECT c.oid, c.relkind::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')`, name.Schema, name.Name).Scan(&oid, &kind)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %s", ErrNoTable, name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read target table %s: %w", name, err)
+	}
+	tt := &mapping.TargetTable{Name: name, Partitioned: kind == "p"}
+	rows, err := conn.Query(ctx, `SELECT attname, attgenerated <> '' FROM pg_attribute
+		WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, oid)
+	if err != nil {
+		return nil, fmt.Errorf("read columns of target table %s: %w", name, err)
+	}
+	for rows.Next() {
+		var c mapping.TargetColumn
+		if err := rows.Scan(&c.Name, &c.Generated); err != nil {
+			return nil, fmt.Errorf("read columns of target table %s: %w", name, err)
+		}
+		tt.Columns = append(tt.Columns, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read columns of target table %s: %w", name, err)
+	}
+	rows, err = conn.Query(ctx, `SELECT a.attname FROM pg_index i
+		CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+		JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+		WHERE i.indrelid = $1 AND i.indisprimary ORDER BY k.ord`, oid)
+	if err != nil {
+		return nil, fmt.Errorf("read primary key of target table %s: %w", name, err)
+	}
+	tt.PrimaryKey, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("read primary key of target table %s: %w", name, err)
+	}
+	return tt, nil
+}
+
+// ErrNoTable means a target table does not exist.
+var ErrNoTable = errors.New("target table does not exist")
+
+func (t *Target) table(ctx context.Context, name source.TableName) (*mapping.TargetTable, error) {
+	if tt, ok := t.tables[name]; ok {
+		return tt, nil
+	}
+	tt, err := Inspect(ctx, t.conn, name)
+	if errors.Is(err, ErrNoTable) {
+		return nil, fmt.Errorf("%w; create it on the target (decant init lists missing tables)", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	t.tables[name] = tt
+	return tt, nil
+}

@@ -1,0 +1,243 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/decant/decant/checkpoint"
+	"github.com/decant/decant/source"
+)
+
+// Config tunes a Pipeline.
+type Config struct {
+	// CatchUp makes Run return once everything committed on the source
+	// before it started is applied.
+	CatchUp bool
+	// Buffer is how many chunks may wait between reader and applier
+	// (each at most about 1 MiB); 64 when zero.
+	Buffer int
+	// GroupTxns and GroupDelay bound how many source transactions, and for
+	// how long, may share one target transaction while a backlog lasts;
+	// 1000 and 500 ms when zero.
+	GroupTxns  int
+	GroupDelay time.Duration
+	// IdleAdvance is how often, at most, the checkpoint moves forward on
+	// the source's report that nothing else committed; 1 s when zero.
+	IdleAdvance time.Duration
+	// SlotWait is how long a first start waits for a slot still held by a
+	// previous, dying session; 30 s when zero.
+	SlotWait time.Duration
+	Logger   *slog.Logger
+}
+
+// Pipeline connects one Source to one Target.
+type Pipeline struct {
+	cfg   Config
+	src   Source
+	tgt   Target
+	log   *slog.Logger
+	acked atomic.Uint64 // end position of the last target commit
+}
+
+// New returns a pipeline; Run starts it.
+func New(cfg Config, src Source, tgt Target) *Pipeline {
+	if cfg.Buffer <= 0 {
+		cfg.Buffer = 64
+	}
+	if cfg.GroupTxns <= 0 {
+		cfg.GroupTxns = 1000
+	}
+	if cfg.GroupDelay <= 0 {
+		cfg.GroupDelay = 500 * time.Millisecond
+	}
+	if cfg.IdleAdvance <= 0 {
+		cfg.IdleAdvance = time.Second
+	}
+	if cfg.SlotWait <= 0 {
+		cfg.SlotWait = 30 * time.Second
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Pipeline{cfg: cfg, src: src, tgt: tgt, log: log}
+}
+
+// Acked is the resume position of the last target commit: the position the
+// source is told is flushed.
+func (p *Pipeline) Acked() source.LSN { return source.LSN(p.acked.Load()) }
+
+// errCaughtUp ends a catch-up run.
+var errCaughtUp = errors.New("caught up")
+
+// Run applies until ctx ends (a clean stop: it returns nil), a permanent
+// error occurs, or, with CatchUp, the source's position at start is reached.
+// Transient errors reconnect both sides with backoff and resume from the
+// target's checkpoint.
+func (p *Pipeline) Run(ctx context.Context) error {
+	defer p.tgt.Close(ctx)
+	var stopAt source.LSN // catch-up goal, fixed at the first successful start
+	first := time.Now()
+	started := false
+	backoff := time.Second
+	for {
+		began := time.Now()
+		err := p.session(ctx, &stopAt, &started)
+		switch {
+		case errors.Is(err, errCaughtUp):
+			p.log.Info("caught up", "position", p.Acked().String())
+			return nil
+		case ctx.Err() != nil:
+			p.log.Info("stopped", "flushed", p.Acked().String())
+			return nil
+		case !Transient(err):
+			return err
+		case !started && time.Since(first) > p.cfg.SlotWait:
+			return err
+		}
+		if time.Since(began) > time.Minute {
+			backoff = time.Second
+		}
+		p.log.Warn("replication interrupted; resuming from the checkpoint", "error", err.Error(), "retry_in", backoff.String())
+		p.tgt.Close(ctx)
+		select {
+		case <-ctx.Done():
+			p.log.Info("stopped", "flushed", p.Acked().String())
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 30*time.Second)
+	}
+}
+
+// session runs reader and applier once, from the target's checkpoint.
+func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started *bool) error {
+	cp, err := p.tgt.Open(ctx)
+	if err != nil {
+		return err
+	}
+	srv, err := p.src.Identify(ctx)
+	if err != nil {
+		return err
+	}
+	if cp.SystemID != srv.SystemID {
+		return fmt.Errorf("source system identifier is %s but the target's checkpoint for pipeline %s was recorded from %s: decant is pointed at a different source server; fix --source, or run decant drop and init for the new source",
+			srv.SystemID, cp.Pipeline, cp.SystemID)
+	}
+	if !*started {
+		*stopAt = srv.WALEnd
+	}
+	*started = true
+	p.acked.Store(uint64(cp.End))
+	if p.cfg.CatchUp && cp.End >= *stopAt {
+		return errCaughtUp
+	}
+
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch := make(chan source.Chunk, p.cfg.Buffer)
+	readDone := make(chan struct{})
+	var readErr error
+	go func() {
+		defer close(readDone)
+		readErr = p.src.Stream(sctx, source.StreamRequest{Start: cp.End, SystemID: cp.SystemID, Acked: p.Acked}, ch)
+	}()
+	err = p.applyLoop(sctx, cp, *stopAt, ch, readDone)
+	cancel()
+	<-readDone
+	if errors.Is(err, errReaderDone) || (errors.Is(err, context.Canceled) && readErr != nil && !errors.Is(readErr, context.Canceled)) {
+		err = readErr
+	}
+	return err
+}
+
+// errReaderDone tells session that the reader ended first.
+var errReaderDone = errors.New("reader ended")
+
+// group is the target transaction being filled.
+type group struct {
+	open  bool           // the target has an open transaction with our writes
+	cp    checkpoint.Row // checkpoint once everything received is committed
+	txns  int
+	begun time.Time
+}
+
+// applyLoop applies chunks in order until an error or the end of ctx.
+func (p *Pipeline) applyLoop(ctx context.Context, cp checkpoint.Row, stopAt source.LSN, ch <-chan source.Chunk, readDone <-chan struct{}) error {
+	g := group{cp: cp}
+	stored := cp // what the target holds
+	lastWrite := time.Now()
+	for {
+		var c source.Chunk
+		select {
+		case c = <-ch:
+		case <-readDone:
+			p.rollback(ctx, &g)
+			return errReaderDone
+		case <-ctx.Done():
+			p.rollback(ctx, &g)
+			return ctx.Err()
+		}
+		if c.Txn == nil { // idle mark
+			if c.End <= g.cp.End {
+				continue
+			}
+			g.cp.End = c.End
+		} else {
+			if stored.Applied(c.Txn.Commit) {
+				continue // replayed after a restart: already on the target
+			}
+			if len(c.Changes) > 0 {
+				if !g.open {
+					g.open, g.begun = true, time.Now()
+				}
+				if err := p.tgt.Apply(ctx, c.Txn, c.Changes); err != nil {
+					p.rollback(ctx, &g)
+					return err
+				}
+			}
+			if !c.Commit {
+				continue
+			}
+			g.cp = g.cp.After(c.Txn, c.End)
+			g.txns++
+			if g.open && len(ch) > 0 && g.txns < p.cfg.GroupTxns && time.Since(g.begun) < p.cfg.GroupDelay {
+				continue // a backlog: let the next transaction share this commit
+			}
+		}
+		// With nothing written (an idle mark, or a transaction without changes
+		// for the target), the checkpoint only moves the resume position: do
+		// that at most every IdleAdvance, unless catch-up waits for it.
+		if !g.open && time.Since(lastWrite) < p.cfg.IdleAdvance && !(p.cfg.CatchUp && g.cp.End >= stopAt) {
+			continue
+		}
+		if err := p.tgt.Commit(ctx, g.cp); err != nil {
+			p.rollback(ctx, &g)
+			return err
+		}
+		stored, lastWrite = g.cp, time.Now()
+		p.acked.Store(uint64(stored.End))
+		g = group{cp: stored}
+		if p.cfg.CatchUp && stored.End >= stopAt {
+			return errCaughtUp
+		}
+	}
+}
+
+// rollback abandons the open target transaction; it runs during shutdown
+// too, so it gets its own short deadline.
+func (p *Pipeline) rollback(ctx context.Context, g *group) {
+	if !g.open {
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := p.tgt.Rollback(rctx); err != nil {
+		p.log.Warn("rollback of the target transaction failed; the target discards it when the connection closes", "error", err.Error())
+	}
+	g.open = false
+}

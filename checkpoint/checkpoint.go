@@ -1,0 +1,154 @@
+// Package checkpoint keeps decant's position in the target itself: one row
+// per pipeline, written in the same target transaction as the rows it
+// covers, so data and position commit atomically (exactly once).
+//
+// On PostgreSQL targets the row lives in decant.checkpoint. The rule for
+// "already applied?" is Row.Applied; the write is monotonic.
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/decant/decant/source"
+)
+
+// Row is one pipeline's checkpoint.
+type Row struct {
+	Pipeline string
+	SystemID string // the source cluster the positions belong to
+	// Commit, Xid and CommitTime describe the last applied transaction
+	// (zero until the first).
+	Commit     source.LSN
+	Xid        uint32
+	CommitTime time.Time
+	// End is the resume position: every source transaction that commits
+	// before End has been applied. It is at least Commit+1 after a
+	// transaction, and may move on without one when the source reports that
+	// nothing else commits below a later position.
+	End         source.LSN
+	AppliedTime time.Time // when the row was last written
+}
+
+// Applied reports whether the transaction whose commit record is at commit
+// has already been applied. A transaction that commits exactly at End is
+// not: End starts as the slot's consistent point, where a commit may lie.
+func (r Row) Applied(commit source.LSN) bool { return commit < r.End }
+
+// After returns the row as it stands once txn, ending at end, is applied.
+func (r Row) After(txn *source.Txn, end source.LSN) Row {
+	r.Commit, r.Xid, r.CommitTime = txn.Commit, txn.Xid, txn.CommitTime
+	r.End = max(r.End, end)
+	return r
+}
+
+// ErrNotFound means the pipeline has no checkpoint row on the target.
+var ErrNotFound = errors.New("no checkpoint")
+
+// ErrRegressed means a write would move the checkpoint backwards: another
+// process applied past this one (two agents on one pipeline).
+var ErrRegressed = errors.New("checkpoint is ahead of this agent")
+
+// PGCreate creates the checkpoint table on a PostgreSQL target.
+const PGCreate = `CREATE SCHEMA IF NOT EXISTS decant;
+CREATE TABLE IF NOT EXISTS decant.checkpoint (
+	pipeline     text PRIMARY KEY,
+	system_id    text NOT NULL,
+	commit_lsn   pg_lsn NOT NULL,
+	end_lsn      pg_lsn NOT NULL,
+	commit_csn   bigint,
+	xid          bigint,
+	commit_time  timestamptz,
+	applied_time timestamptz NOT NULL DEFAULT now()
+)`
+
+// PGAdvance moves the checkpoint forward inside the applying transaction.
+// It matches no row (and the caller must roll back) if the stored position
+// is already past the new one. Parameters: PGAdvanceArgs.
+const PGAdvance = `UPDATE decant.checkpoint
+	SET commit_lsn = $2, end_lsn = $3, xid = $4, commit_time = $5, applied_time = now()
+	WHERE pipeline = $1 AND end_lsn <= $3`
+
+// PGAdvanceArgs renders the row as PGAdvance's text-format parameters.
+func (r Row) PGAdvanceArgs() [][]byte {
+	args := [][]byte{
+		[]byte(r.Pipeline),
+		[]byte(r.Commit.String()),
+		[]byte(r.End.String()),
+		nil,
+		nil,
+	}
+	if r.Xid != 0 {
+		args[3] = strconv.AppendUint(nil, uint64(r.Xid), 10)
+	}
+	if !r.CommitTime.IsZero() {
+		args[4] = r.CommitTime.UTC().AppendFormat(nil, "2006-01-02 15:04:05.999999Z07:00")
+	}
+	return args
+}
+
+// PGEnsure creates the table if needed and inserts the pipeline's row at
+// row's position unless one exists. It returns the stored row and whether
+// it was created. A stored row from another source system is an error.
+func PGEnsure(ctx context.Context, conn *pgx.Conn, row Row) (Row, bool, error) {
+	if _, err := conn.Exec(ctx, PGCreate); err != nil {
+		return Row{}, false, fmt.Errorf("create checkpoint table decant.checkpoint on target: %w", err)
+	}
+	tag, err := conn.Exec(ctx, `INSERT INTO decant.checkpoint (pipeline, system_id, commit_lsn, end_lsn)
+		VALUES ($1, $2, $3, $4) ON CONFLICT (pipeline) DO NOTHING`,
+		row.Pipeline, row.SystemID, row.Commit.String(), row.End.String())
+	if err != nil {
+		return Row{}, false, fmt.Errorf("insert checkpoint of pipeline %s: %w", row.Pipeline, err)
+	}
+	stored, err := PGRead(ctx, conn, row.Pipeline)
+	if err != nil {
+		return Row{}, false, err
+	}
+	if stored.SystemID != row.SystemID {
+		return stored, false, fmt.Errorf("target already holds pipeline %s from source system %s, not %s: use another --pipeline or run decant drop for it", row.Pipeline, stored.SystemID, row.SystemID)
+	}
+	return stored, tag.RowsAffected() == 1, nil
+}
+
+// PGRead reads the pipeline's row; ErrNotFound when there is none.
+func PGRead(ctx context.Context, conn *pgx.Conn, pipeline string) (Row, error) {
+	var r Row
+	var xid *int64
+	var commitTime *time.Time
+	err := conn.QueryRow(ctx, `SELECT pipeline, system_id, commit_lsn::text, end_lsn::text, xid, commit_time, applied_time
+		FROM decant.checkpoint WHERE pipeline = $1`, pipeline).
+		Scan(&r.Pipeline, &r.SystemID, &r.Commit, &r.End, &xid, &commitTime, &r.AppliedTime)
+	var pgErr *pgconn.PgError
+	if errors.Is(err, pgx.ErrNoRows) || (errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000")) {
+		return Row{}, fmt.Errorf("%w for pipeline %s on the target; run decant init first", ErrNotFound, pipeline)
+	}
+	if err != nil {
+		return Row{}, fmt.Errorf("read checkpoint of pipeline %s: %w", pipeline, err)
+	}
+	if xid != nil {
+		r.Xid = uint32(*xid)
+	}
+	if commitTime != nil {
+		r.CommitTime = *commitTime
+	}
+	return r, nil
+}
+
+// PGDelete removes the pipeline's row; it reports whether there was one.
+func PGDelete(ctx context.Context, conn *pgx.Conn, pipeline string) (bool, error) {
+	tag, err := conn.Exec(ctx, `DELETE FROM decant.checkpoint WHERE pipeline = $1`, pipeline)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000") {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("delete checkpoint of pipeline %s: %w", pipeline, err)
+	}
+	return tag.RowsAffected() > 0, nil
+}

@@ -1,0 +1,84 @@
+// Command decant applies a PostgreSQL source's logical replication stream
+// to a target database in source commit order, exactly once.
+//
+//	decant init   --source DSN --target DSN [--pipeline NAME] [--tables LIST]
+//	decant run    --source DSN --target DSN [--pipeline NAME] [--catch-up]
+//	decant status --source DSN --target DSN [--pipeline NAME] [--json]
+//	decant drop   --source DSN --target DSN [--pipeline NAME] --yes
+//
+// Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRoot().ExecuteContext(ctx)
+	stop()
+	os.Exit(report(err))
+}
+
+// report prints err as one line and returns the exit code.
+func report(err error) int {
+	if err == nil {
+		return 0
+	}
+	msg := strings.ReplaceAll(err.Error(), "\n", " ")
+	fmt.Fprintf(os.Stderr, "decant: error: %s\n", msg)
+	var u usageError
+	if errors.As(err, &u) || strings.HasPrefix(msg, "unknown command") ||
+		strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand") {
+		return 2
+	}
+	return 1
+}
+
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "decant",
+		Short:         "Apply a source database's logical replication stream to a target, in commit order, exactly once",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(initCmd(), runCmd(), statusCmd(), dropCmd())
+	for _, c := range root.Commands() {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("%s takes no arguments, got %q", cmd.Name(), args)
+			}
+			return nil
+		}
+	}
+	return root
+}
+
+// logger builds the logger every package receives.
+func logger(c config) *slog.Logger {
+	level := slog.LevelInfo
+	switch c.LogLevel {
+	case "debug":
+		level = slog.LevelDebug
+	case "warn":
+		level = slog.LevelWarn
+	case "error":
+		level = slog.LevelError
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if c.LogJSON {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/decant/decant/apply"
+	"github.com/decant/decant/apply/pg"
+	"github.com/decant/decant/source/pgoutput"
+)
+
+func runCmd() *cobra.Command {
+	var f flags
+	var catchUp bool
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Stream and apply until SIGINT/SIGTERM (or, with --catch-up, until caught up)",
+		Long: `Streams committed transactions from the pipeline's slot and applies them to
+the target in source commit order, each with the checkpoint row in the same
+target transaction. On SIGINT or SIGTERM it rolls back the target transaction
+in flight, reports the flushed position and exits 0. With --catch-up it exits
+0 as soon as everything committed on the source before it started is applied.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := f.load(cmd)
+			if err != nil {
+				return err
+			}
+			log := logger(c)
+			reader, err := pgoutput.NewReader(pgoutput.Config{
+				DSN: c.Source, Slot: c.Pipeline, Publication: c.Pipeline, Logger: log,
+			})
+			if err != nil {
+				return usageError{err}
+			}
+			target, err := pg.New(pg.Config{DSN: c.Target, Pipeline: c.Pipeline, Logger: log})
+			if err != nil {
+				return usageError{err}
+			}
+			p := apply.New(apply.Config{CatchUp: catchUp, Logger: log}, reader, target)
+			return p.Run(cmd.Context())
+		},
+	}
+	addFlags(cmd, &f, false)
+	cmd.Flags().BoolVar(&catchUp, "catch-up", false, "exit 0 once everything committed on the source before the start is applied")
+	return cmd
+}

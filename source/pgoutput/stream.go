@@ -1,0 +1,356 @@
+package pgoutput
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/decant/decant/source"
+)
+
+// Config configures a Reader.
+type Config struct {
+	DSN         string // postgres:// URL of the source database
+	Slot        string // logical replication slot using pgoutput
+	Publication string // publication naming the replicated tables
+	// StatusInterval is the longest time between two standby status
+	// updates; 10 s when zero.
+	StatusInterval time.Duration
+	Logger         *slog.Logger
+}
+
+// Validate checks the configuration without connecting.
+func (c Config) Validate() error {
+	if c.Slot == "" || c.Publication == "" {
+		return errors.New("pgoutput: slot and publication names are required")
+	}
+	_, err := replicationConfig(c.DSN)
+	return err
+}
+
+const (
+	chunkChanges = 512     // changes per chunk before it is handed over
+	chunkBytes   = 1 << 20 // bytes per chunk before it is handed over
+	ackPoll      = time.Second
+)
+
+// Reader streams committed transactions from a pgoutput slot.
+type Reader struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// NewReader returns a Reader; it does not connect.
+func NewReader(cfg Config) (*Reader, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.StatusInterval <= 0 {
+		cfg.StatusInterval = 10 * time.Second
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Reader{cfg: cfg, log: log}, nil
+}
+
+// Identify connects once and reports the server's identity and log end.
+func (r *Reader) Identify(ctx context.Context) (source.Server, error) {
+	conn, err := connectReplication(ctx, r.cfg.DSN)
+	if err != nil {
+		return source.Server{}, err
+	}
+	defer closeConn(ctx, conn)
+	return identify(ctx, conn)
+}
+
+func identify(ctx context.Context, conn *pgconn.PgConn) (source.Server, error) {
+	sys, err := pglogrepl.IdentifySystem(ctx, conn)
+	if err != nil {
+		return source.Server{}, fmt.Errorf("identify source system: %w", err)
+	}
+	// IDENTIFY_SYSTEM reports the flushed end of WAL; the current insert
+	// position may be ahead of it by commits not yet flushed (asynchronous
+	// commit), and those count as committed too.
+	end := source.LSN(sys.XLogPos)
+	var cur source.LSN
+	if err := queryOne(ctx, conn, "SELECT pg_current_wal_lsn()::text", func(v string) error {
+		var err error
+		cur, err = source.ParseLSN(v)
+		return err
+	}); err != nil {
+		return source.Server{}, fmt.Errorf("read source WAL position: %w", err)
+	}
+	return source.Server{SystemID: sys.SystemID, WALEnd: max(end, cur)}, nil
+}
+
+// Stream connects, starts replication at req.Start and delivers chunks to
+// out until ctx ends (it then returns ctx.Err()) or the connection fails.
+// Changes are handed over in chunks of at most chunkChanges changes or
+// chunkBytes bytes, so memory does not grow with transaction size: the
+// channel's capacity bounds what is buffered.
+func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<- source.Chunk) error {
+	conn, err := connectReplication(ctx, r.cfg.DSN)
+	if err != nil {
+		return err
+	}
+	defer closeConn(ctx, conn)
+
+	srv, err := identify(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if req.SystemID != "" && srv.SystemID != req.SystemID {
+		return &SystemMismatchError{Want: req.SystemID, Got: srv.SystemID}
+	}
+	if err := r.checkSlot(ctx, conn, req.Start); err != nil {
+		return err
+	}
+	args := []string{"proto_version '1'", "publication_names " + quoteLiteral(quoteIdent(r.cfg.Publication))}
+	if err := pglogrepl.StartReplication(ctx, conn, r.cfg.Slot, pglogrepl.LSN(req.Start),
+		pglogrepl.StartReplicationOptions{PluginArgs: args}); err != nil {
+		return fmt.Errorf("start replication from slot %s at %s: %w", r.cfg.Slot, req.Start, err)
+	}
+	r.log.Info("streaming", "slot", r.cfg.Slot, "from", req.Start.String())
+
+	s := &stream{
+		r:      r,
+		conn:   conn,
+		out:    out,
+		acked:  req.Acked,
+		dec:    NewDecoder(),
+		ticker: time.NewTicker(r.cfg.StatusInterval),
+	}
+	defer s.ticker.Stop()
+	return s.run(ctx)
+}
+
+// checkSlot refuses to stream from a slot that is missing, belongs to
+// another plugin, or was moved past the target's checkpoint by someone
+// else: the transactions in between would be lost without a word.
+func (r *Reader) checkSlot(ctx context.Context, conn *pgconn.PgConn, start source.LSN) error {
+	q := fmt.Sprintf(`SELECT plugin, coalesce(confirmed_flush_lsn::text, ''), active::text
+		FROM pg_replication_slots WHERE slot_name = %s AND database = current_database()`, quoteLiteral(r.cfg.Slot))
+	res, err := conn.Exec(ctx, q).ReadAll()
+	if err != nil {
+		return fmt.Errorf("read slot %s: %w", r.cfg.Slot, err)
+	}
+	if len(res) == 0 || len(res[0].Rows) == 0 {
+		return fmt.Errorf("%w: slot %s does not exist in the source database; run decant init", ErrSetup, r.cfg.Slot)
+	}
+	row := res[0].Rows[0]
+	if plugin := string(row[0]); plugin != "pgoutput" {
+		return fmt.Errorf("%w: slot %s uses plugin %s, not pgoutput; drop it or choose another --pipeline", ErrSetup, r.cfg.Slot, plugin)
+	}
+	confirmed, err := source.ParseLSN(string(row[1]))
+	if err != nil {
+		return fmt.Errorf("read slot %s: %w", r.cfg.Slot, err)
+	}
+	if confirmed > start {
+		return fmt.Errorf("%w: slot %s confirmed %s but the target's checkpoint is %s: something else consumed or advanced the slot and the transactions in between were never applied; run decant drop and init again, then recopy the tables",
+			ErrSetup, r.cfg.Slot, confirmed, start)
+	}
+	return nil
+}
+
+// stream is the state of one replication connection.
+type stream struct {
+	r        *Reader
+	conn     *pgconn.PgConn
+	out      chan<- source.Chunk
+	acked    func() source.LSN
+	dec      *Decoder
+	ticker   *time.Ticker
+	cur      source.Chunk // chunk being filled
+	curBytes int
+	reported source.LSN // last position sent to the source
+}
+
+func (s *stream) run(ctx context.Context) error {
+	for {
+		if err := s.maybeReport(ctx, false); err != nil {
+			return err
+		}
+		recvCtx, cancel := context.WithTimeout(ctx, ackPoll)
+		msg, err := s.conn.ReceiveMessage(recvCtx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if pgconn.Timeout(err) {
+				continue
+			}
+			return fmt.Errorf("receive from source: %w", err)
+		}
+		switch m := msg.(type) {
+		case *pgproto3.CopyData:
+			if err := s.copyData(ctx, m.Data); err != nil {
+				return err
+			}
+		case *pgproto3.ErrorResponse:
+			return fmt.Errorf("source replication stream: %w", pgconn.ErrorResponseToPgError(m))
+		case *pgproto3.CopyDone:
+			return errors.New("source ended the replication stream")
+		}
+	}
+}
+
+func (s *stream) copyData(ctx context.Context, data []byte) error {
+	if len(data) == 0 {
+		return fmt.Errorf("%w: empty CopyData", ErrMalformed)
+	}
+	switch data[0] {
+	case pglogrepl.PrimaryKeepaliveMessageByteID:
+		k, err := pglogrepl.ParsePrimaryKeepaliveMessage(data[1:])
+		if err != nil {
+			return fmt.Errorf("%w: keepalive: %v", ErrMalformed, err)
+		}
+		if k.ReplyRequested {
+			if err := s.maybeReport(ctx, true); err != nil {
+				return err
+			}
+		}
+		s.idleMark(source.LSN(k.ServerWALEnd))
+		return nil
+	case pglogrepl.XLogDataByteID:
+		x, err := pglogrepl.ParseXLogData(data[1:])
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrMalformed, err)
+		}
+		ev, err := s.dec.Decode(x.WALData)
+		if err != nil {
+			return fmt.Errorf("decode message at %s: %w", source.LSN(x.WALStart), err)
+		}
+		return s.event(ctx, ev)
+	}
+	return fmt.Errorf("%w: unknown CopyData message %q", ErrMalformed, data[0])
+}
+
+// idleMark tells the applier that nothing commits below end that it has not
+// seen. Only valid between transactions: inside one, the walsender may
+// already have read the commit record of the transaction it is sending.
+// The mark is dropped when the applier is busy; it is a hint, not data.
+func (s *stream) idleMark(end source.LSN) {
+	if s.dec.InTxn() || end <= s.acked() {
+		return
+	}
+	select {
+	case s.out <- source.Chunk{End: end}:
+	default:
+	}
+}
+
+func (s *stream) event(ctx context.Context, ev Event) error {
+	switch ev.Kind {
+	case EventBegin:
+		s.cur = source.Chunk{Txn: ev.Txn}
+		s.curBytes = 0
+	case EventChange:
+		s.cur.Changes = append(s.cur.Changes, ev.Change)
+		s.curBytes += changeBytes(&ev.Change)
+		if len(s.cur.Changes) >= chunkChanges || s.curBytes >= chunkBytes {
+			if err := s.send(ctx, s.cur); err != nil {
+				return err
+			}
+			s.cur = source.Chunk{Txn: s.cur.Txn}
+			s.curBytes = 0
+		}
+	case EventCommit:
+		s.cur.Commit = true
+		s.cur.End = ev.End
+		if err := s.send(ctx, s.cur); err != nil {
+			return err
+		}
+		s.cur = source.Chunk{}
+	}
+	return nil
+}
+
+func changeBytes(c *source.Change) int {
+	n := 64
+	for _, v := range c.Old {
+		n += 24 + len(v.Data)
+	}
+	for _, v := range c.New {
+		n += 24 + len(v.Data)
+	}
+	return n
+}
+
+// send hands a chunk to the applier. While the applier is behind and the
+// channel is full, it keeps reporting status so the source does not time
+// the connection out, and says that it waits.
+func (s *stream) send(ctx context.Context, c source.Chunk) error {
+	select {
+	case s.out <- c:
+		return nil
+	default:
+	}
+	start := time.Now()
+	for {
+		select {
+		case s.out <- c:
+			if waited := time.Since(start); waited > 5*time.Second {
+				s.r.log.Info("applier caught up with reader", "waited", waited.Round(time.Millisecond).String())
+			}
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.ticker.C:
+			s.r.log.Debug("reader waiting for applier", "waiting", time.Since(start).Round(time.Second).String())
+			if err := s.report(ctx); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// maybeReport sends a standby status update when the applied position moved
+// or the interval elapsed (or always, when force is set).
+func (s *stream) maybeReport(ctx context.Context, force bool) error {
+	select {
+	case <-s.ticker.C:
+		force = true
+	default:
+	}
+	if !force && s.acked() == s.reported {
+		return nil
+	}
+	return s.report(ctx)
+}
+
+// report sends the status update. Write, flush and apply positions are all
+// the last position committed on the target, never the received position:
+// the source may then recycle WAL only for work the target durably has.
+func (s *stream) report(ctx context.Context) error {
+	pos := s.acked()
+	err := pglogrepl.SendStandbyStatusUpdate(ctx, s.conn, pglogrepl.StandbyStatusUpdate{
+		WALWritePosition: pglogrepl.LSN(pos),
+		WALFlushPosition: pglogrepl.LSN(pos),
+		WALApplyPosition: pglogrepl.LSN(pos),
+	})
+	if err != nil {
+		return fmt.Errorf("send standby status: %w", err)
+	}
+	s.reported = pos
+	return nil
+}
+
+// SystemMismatchError means the source is another database cluster than the
+// one the checkpoint was recorded against.
+type SystemMismatchError struct{ Want, Got string }
+
+func (e *SystemMismatchError) Error() string {
+	return fmt.Sprintf("source system identifier is %s but the target's checkpoint was recorded from %s: decant is pointed at a different source server; fix --source, or run decant drop and init for the new source", e.Got, e.Want)
+}
+
+// ErrSetup marks a source that is not set up for this pipeline.
+var ErrSetup = errors.New("source not set up")

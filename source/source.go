@@ -1,0 +1,174 @@
+// Package source is the vocabulary every stage of decant speaks: the
+// committed transactions a source database's logical decoding produces
+// (Txn), the row changes inside them (Change), the tables they touch
+// (Relation) and positions in the source's log (LSN).
+//
+// Readers for concrete wire formats live in sub-packages (source/pgoutput
+// for PostgreSQL's pgoutput plugin). A reader delivers Chunks in source
+// commit order; every Txn's commit position is known when its first Chunk is
+// delivered, so a consumer can decide at BEGIN whether it was already applied.
+package source
+
+import "time"
+
+// Op is what a Change does.
+type Op uint8
+
+const (
+	OpInsert Op = iota + 1
+	OpUpdate
+	OpDelete
+	OpTruncate
+)
+
+func (o Op) String() string {
+	switch o {
+	case OpInsert:
+		return "insert"
+	case OpUpdate:
+		return "update"
+	case OpDelete:
+		return "delete"
+	case OpTruncate:
+		return "truncate"
+	}
+	return "unknown"
+}
+
+// Identity is a table's replica identity: which old values UPDATE and
+// DELETE carry to find the row on the target.
+type Identity byte
+
+const (
+	IdentityDefault Identity = 'd' // primary key
+	IdentityNothing Identity = 'n' // no old values; UPDATE/DELETE cannot be replicated
+	IdentityFull    Identity = 'f' // every column
+	IdentityIndex   Identity = 'i' // a unique index
+)
+
+// Column is one column of a Relation as the source describes it.
+type Column struct {
+	Name    string
+	Type    uint32 // type OID on the source
+	TypeMod int32  // atttypmod, -1 when none
+	Key     bool   // part of the replica identity
+}
+
+// Relation is a source table as announced by the stream. A Relation value is
+// immutable: when the source announces a new shape, readers make a new one,
+// so changes decoded before and after a schema change each keep their own.
+type Relation struct {
+	ID       uint32 // source-assigned identifier (the table OID for PostgreSQL)
+	Schema   string
+	Name     string
+	Identity Identity
+	Columns  []Column
+}
+
+// Table is the relation's schema-qualified name.
+func (r *Relation) Table() TableName { return TableName{Schema: r.Schema, Name: r.Name} }
+
+// HasKey reports whether UPDATE and DELETE identify rows by a subset of
+// columns (a primary key or unique index) rather than by the whole row.
+func (r *Relation) HasKey() bool {
+	return r.Identity == IdentityDefault || r.Identity == IdentityIndex
+}
+
+// ValueKind says what a Value holds.
+type ValueKind uint8
+
+const (
+	ValueNull      ValueKind = iota // SQL NULL
+	ValueText                       // Data is the type's text output
+	ValueBinary                     // Data is the type's binary send format
+	ValueUnchanged                  // an unchanged TOASTed value that was not sent: leave the column as it is
+)
+
+// Value is one column value of a row image, in the source's own
+// representation. Values never appear in logs or errors: they may be
+// personal data.
+type Value struct {
+	Kind ValueKind
+	Data []byte
+}
+
+// Change is one row change (or one TRUNCATE) inside a transaction.
+//
+// Old and New are row images indexed like Rel.Columns; nil means absent.
+// For UPDATE, Old is present only when the source sent an old image: the old
+// key when the key changed (identity DEFAULT/INDEX; non-key columns are
+// NULL), or the whole old row (identity FULL). Without Old, the key is taken
+// from New.
+type Change struct {
+	Op  Op
+	Rel *Relation
+	Old []Value
+	New []Value
+
+	// TRUNCATE only: the relations truncated together and the options.
+	Truncated       []*Relation
+	Cascade         bool
+	RestartIdentity bool
+}
+
+// Txn is one committed source transaction.
+type Txn struct {
+	Xid        uint32
+	Commit     LSN // position of the commit record
+	CommitTime time.Time
+	Origin     string // replication origin of the transaction, if any
+}
+
+// Chunk is the unit a reader hands to the applier: a run of one
+// transaction's changes, in source order, or an idle mark.
+//
+// A transaction arrives as one or more Chunks sharing the same *Txn; the last
+// has Commit set and End holding the position just past the commit record,
+// from which streaming resumes once the transaction is applied.
+//
+// An idle mark has a nil Txn and only End: every transaction that commits
+// before End has already been delivered, so a consumer that applied all of
+// them may record End as its resume position.
+type Chunk struct {
+	Txn     *Txn
+	Changes []Change
+	Commit  bool
+	End     LSN
+}
+
+// Size estimates the memory a chunk holds, for bounding buffers.
+func (c *Chunk) Size() int {
+	n := 64
+	for i := range c.Changes {
+		n += 64 + rowSize(c.Changes[i].Old) + rowSize(c.Changes[i].New)
+	}
+	return n
+}
+
+func rowSize(row []Value) int {
+	n := 0
+	for _, v := range row {
+		n += 32 + len(v.Data)
+	}
+	return n
+}
+
+// Server describes the source a reader is connected to.
+type Server struct {
+	SystemID string // identifies the source database cluster; a replica keeps its primary's
+	WALEnd   LSN    // end of the source's log when asked
+}
+
+// StreamRequest is what a consumer asks of a reader.
+type StreamRequest struct {
+	// Start is the resume position: transactions that commit before it are
+	// already applied and are not delivered.
+	Start LSN
+	// SystemID, when set, makes the reader refuse a server with another
+	// identifier: it would be pointed at a different database cluster.
+	SystemID string
+	// Acked returns the position durably applied on the target. It is the
+	// only position a reader ever reports to the source as written, flushed
+	// or applied, so the source never discards work the target lacks.
+	Acked func() LSN
+}
