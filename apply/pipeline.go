@@ -183,10 +183,7 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp checkpoint.Row, stopAt sour
 			return ctx.Err()
 		}
 		if c.Txn == nil { // idle mark
-			if c.End <= g.cp.End {
-				continue
-			}
-			g.cp.End = c.End
+			g.cp.End = max(g.cp.End, c.End)
 		} else {
 			if stored.Applied(c.Txn.Commit) {
 				continue // replayed after a restart: already on the target
@@ -212,13 +209,15 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp checkpoint.Row, stopAt sour
 		// With nothing written (an idle mark, or a transaction without changes
 		// for the target), the checkpoint only moves the resume position: do
 		// that at most every IdleAdvance, unless catch-up waits for it.
-		if !g.open && time.Since(lastWrite) < p.cfg.IdleAdvance && !(p.cfg.CatchUp && g.cp.End >= stopAt) {
+		if !g.open && (g.cp.End == stored.End ||
+			(time.Since(lastWrite) < p.cfg.IdleAdvance && !(p.cfg.CatchUp && g.cp.End >= stopAt))) {
 			continue
 		}
 		if err := p.tgt.Commit(ctx, g.cp); err != nil {
 			p.rollback(ctx, &g)
 			return err
 		}
+		p.log.Debug("committed", "txns", g.txns, "end", g.cp.End.String())
 		stored, lastWrite = g.cp, time.Now()
 		p.acked.Store(uint64(stored.End))
 		g = group{cp: stored}

@@ -24,6 +24,9 @@ type TargetTable struct {
 type TargetColumn struct {
 	Name      string
 	Generated bool // computed by the target; never written
+	// IdentityAlways marks GENERATED ALWAYS AS IDENTITY: INSERT must say
+	// OVERRIDING SYSTEM VALUE, and UPDATE may not set it.
+	IdentityAlways bool
 }
 
 func (t *TargetTable) column(name string) (TargetColumn, bool) {
@@ -47,6 +50,11 @@ type Plan struct {
 	// identical duplicates are handled one by one.
 	Key      []int
 	WholeRow bool
+	// Fixed lists the source column indexes the target keeps as GENERATED
+	// ALWAYS AS IDENTITY. UPDATE leaves them out of SET and instead requires
+	// the row to hold the new value already, so a source UPDATE that did
+	// change one stops with "no row matches" rather than diverging.
+	Fixed []int
 }
 
 // Route gives the target table for a source table: the same schema and
@@ -75,6 +83,11 @@ func NewPlan(rel *source.Relation, tgt TargetTable) (*Plan, error) {
 			tgt.Name, strings.Join(generated, ", "), rel.Table())
 	}
 	p := &Plan{Rel: rel, Target: tgt.Name, Partitioned: tgt.Partitioned}
+	for i, c := range rel.Columns {
+		if tc, _ := tgt.column(c.Name); tc.IdentityAlways {
+			p.Fixed = append(p.Fixed, i)
+		}
+	}
 	switch rel.Identity {
 	case source.IdentityDefault, source.IdentityIndex:
 		for i, c := range rel.Columns {

@@ -56,6 +56,9 @@ func (p *plan) setMask(row []source.Value) []bool {
 	for i, v := range row {
 		p.set[i] = v.Kind != source.ValueUnchanged
 	}
+	for _, col := range p.Fixed {
+		p.set[col] = false
+	}
 	return p.set
 }
 

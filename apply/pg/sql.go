@@ -37,7 +37,11 @@ func columnList(rel *source.Relation) string {
 
 func renderInsert(p *mapping.Plan) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "INSERT INTO %s %s VALUES (", quoteTable(p.Target), columnList(p.Rel))
+	fmt.Fprintf(&b, "INSERT INTO %s %s ", quoteTable(p.Target), columnList(p.Rel))
+	if len(p.Fixed) > 0 {
+		b.WriteString("OVERRIDING SYSTEM VALUE ") // COPY does this by itself
+	}
+	b.WriteString("VALUES (")
 	for i := range p.Rel.Columns {
 		if i > 0 {
 			b.WriteString(", ")
@@ -52,9 +56,10 @@ func renderCopy(p *mapping.Plan) string {
 	return fmt.Sprintf("COPY %s %s FROM STDIN", quoteTable(p.Target), columnList(p.Rel))
 }
 
-// renderUpdate sets the columns marked in set (unchanged TOAST values are
-// left out, so the target keeps its own) and finds the row by where.
-// Parameters: the set values in column order, then the where values.
+// renderUpdate sets the columns marked in set (unchanged TOAST values and
+// Fixed columns are left out, so the target keeps its own) and finds the row
+// by where. Parameters: the set values in column order, then the where
+// values, then the new values of the Fixed columns.
 func renderUpdate(p *mapping.Plan, set []bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "UPDATE %s SET ", quoteTable(p.Target))
@@ -71,6 +76,10 @@ func renderUpdate(p *mapping.Plan, set []bool) string {
 	}
 	b.WriteString(" WHERE ")
 	b.WriteString(renderWhere(p, n+1))
+	n += len(whereColumns(p))
+	for i, col := range p.Fixed {
+		fmt.Fprintf(&b, " AND %s = $%d", quoteIdent(p.Rel.Columns[col].Name), n+1+i)
+	}
 	return b.String()
 }
 

@@ -44,7 +44,7 @@ type Target struct {
 
 	tables map[source.TableName]*mapping.TargetTable
 	plans  map[*source.Relation]*plan
-	last   *plan // plan of the previous change: rows come in runs
+	last   *plan             // plan of the previous change: rows come in runs
 	stmts  map[string]string // SQL → prepared statement name
 
 	inTx  bool
@@ -213,6 +213,9 @@ func (t *Target) update(ctx context.Context, txn *source.Txn, p *plan, c *source
 	if err != nil {
 		return err
 	}
+	for _, col := range p.Fixed {
+		args = append(args, param(c.New[col]))
+	}
 	t.args = args
 	t.batch.addPrepared(name, args, stmtInfo{op: "update", table: p.Target, txn: txn, expect: 1})
 	return nil
@@ -320,7 +323,7 @@ func rowCountError(info stmtInfo, got int64) error {
 	case info.op == "checkpoint":
 		return fmt.Errorf("%w: the stored checkpoint is past this position; another decant is applying this pipeline, stop it", checkpoint.ErrRegressed)
 	case got == 0:
-		return errors.New("no target row matches the source row's key: the target has diverged from the source (a row was changed or removed behind decant's back, or the table was not copied before streaming)")
+		return errors.New("no target row matches the source row's key: the target has diverged from the source (a row was changed or removed behind decant's back, the table was not copied before streaming, or the source changed a column the target has as GENERATED ALWAYS AS IDENTITY)")
 	}
 	return fmt.Errorf("%d target rows match the source row's key, expected 1: the target table lacks the source's primary key or unique constraint", got)
 }
@@ -402,14 +405,14 @@ func Inspect(ctx context.Context, conn *pgx.Conn, name source.TableName) (*mappi
 		return nil, fmt.Errorf("read target table %s: %w", name, err)
 	}
 	tt := &mapping.TargetTable{Name: name, Partitioned: kind == "p"}
-	rows, err := conn.Query(ctx, `SELECT attname, attgenerated <> '' FROM pg_attribute
+	rows, err := conn.Query(ctx, `SELECT attname, attgenerated <> '', attidentity = 'a' FROM pg_attribute
 		WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, oid)
 	if err != nil {
 		return nil, fmt.Errorf("read columns of target table %s: %w", name, err)
 	}
 	for rows.Next() {
 		var c mapping.TargetColumn
-		if err := rows.Scan(&c.Name, &c.Generated); err != nil {
+		if err := rows.Scan(&c.Name, &c.Generated, &c.IdentityAlways); err != nil {
 			return nil, fmt.Errorf("read columns of target table %s: %w", name, err)
 		}
 		tt.Columns = append(tt.Columns, c)

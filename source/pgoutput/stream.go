@@ -213,6 +213,7 @@ func (s *stream) copyData(ctx context.Context, data []byte) error {
 		if err != nil {
 			return fmt.Errorf("%w: keepalive: %v", ErrMalformed, err)
 		}
+		s.r.log.Debug("keepalive", "wal_end", source.LSN(k.ServerWALEnd).String(), "reply", k.ReplyRequested, "in_txn", s.dec.InTxn())
 		if k.ReplyRequested {
 			if err := s.maybeReport(ctx, true); err != nil {
 				return err
@@ -264,6 +265,7 @@ func (s *stream) event(ctx context.Context, ev Event) error {
 			s.curBytes = 0
 		}
 	case EventCommit:
+		s.r.log.Debug("commit received", "xid", ev.Txn.Xid, "commit", ev.Txn.Commit.String(), "end", ev.End.String())
 		s.cur.Commit = true
 		s.cur.End = ev.End
 		if err := s.send(ctx, s.cur); err != nil {

@@ -1,0 +1,285 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// pair is one test's source and target database and its pipeline name.
+type pair struct {
+	t        testing.TB
+	name     string
+	src, tgt string // DSNs
+}
+
+var dbNameRe = regexp.MustCompile(`[^a-z0-9_]+`)
+
+// newPair creates a fresh source and target database for the test.
+func newPair(t testing.TB) *pair {
+	t.Helper()
+	name := strings.Trim(dbNameRe.ReplaceAllString(strings.ToLower(t.Name()), "_"), "_")
+	if len(name) > 40 {
+		name = name[len(name)-40:]
+	}
+	name = "t_" + name
+	ctx := t.Context()
+	if err := sourcePG.CreateDatabase(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if err := targetPG.CreateDatabase(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	p := &pair{t: t, name: name, src: sourcePG.DSN(name), tgt: targetPG.DSN(name)}
+	t.Cleanup(func() {
+		// Drop the slot so the shared source cluster keeps no WAL for it.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if c, err := pgx.Connect(ctx, p.src); err == nil {
+			c.Exec(ctx, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active`, p.name)
+			c.Close(ctx)
+		}
+	})
+	return p
+}
+
+// both runs SQL on source and target (the schema).
+func (p *pair) both(sql string) {
+	p.t.Helper()
+	psql(p.t, p.src, sql)
+	psql(p.t, p.tgt, sql)
+}
+
+// psql runs SQL through psql, statement by statement, stopping on error.
+func psql(t testing.TB, dsn, sql string) string {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-f", "-")
+	cmd.Stdin = strings.NewReader(sql)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("psql: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// connect opens a session with decant's canonical text settings, so that
+// row texts compare equal exactly when the values are equal.
+func connect(t testing.TB, dsn string) *pgx.Conn {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{"DateStyle": "ISO, MDY", "TimeZone": "UTC", "extra_float_digits": "3", "IntervalStyle": "postgres", "bytea_output": "hex"} {
+		cfg.RuntimeParams[k] = v
+	}
+	c, err := pgx.ConnectConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+// decant runs the CLI to completion.
+func (p *pair) decant(args ...string) (stdout, stderr string, code int) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, decantBin, p.args(args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code = 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			p.t.Fatalf("decant %v: %v", args, err)
+		}
+		code = ee.ExitCode()
+	}
+	return out.String(), errb.String(), code
+}
+
+func (p *pair) args(args ...string) []string {
+	return append(args, "--source", p.src, "--target", p.tgt, "--pipeline", p.name)
+}
+
+// mustDecant runs the CLI and fails the test unless it exits 0.
+func (p *pair) mustDecant(args ...string) string {
+	p.t.Helper()
+	out, errOut, code := p.decant(args...)
+	if code != 0 {
+		p.t.Fatalf("decant %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, out, errOut)
+	}
+	return out + errOut
+}
+
+// agent is a background `decant run`.
+type agent struct {
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	done   chan struct{}
+	err    error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(b)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// start launches `decant run` in the background.
+func (p *pair) start(args ...string) *agent {
+	p.t.Helper()
+	a := &agent{stderr: &syncBuffer{}, done: make(chan struct{})}
+	a.cmd = exec.Command(decantBin, p.args(append([]string{"run"}, args...)...)...)
+	a.cmd.Stderr = a.stderr
+	a.cmd.Stdout = a.stderr
+	if err := a.cmd.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	go func() { a.err = a.cmd.Wait(); close(a.done) }()
+	p.t.Cleanup(func() { a.kill() })
+	return a
+}
+
+func (a *agent) kill() {
+	select {
+	case <-a.done:
+	default:
+		a.cmd.Process.Kill()
+		<-a.done
+	}
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (a *agent) stop(t testing.TB) {
+	t.Helper()
+	a.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-a.done:
+	case <-time.After(30 * time.Second):
+		a.kill()
+		t.Fatalf("decant run did not stop within 30s after SIGTERM\n%s", a.stderr.String())
+	}
+	if a.err != nil {
+		t.Fatalf("decant run exited with %v after SIGTERM\n%s", a.err, a.stderr.String())
+	}
+}
+
+// catchUp applies everything committed so far and checks target = source.
+func (p *pair) catchUp() {
+	p.t.Helper()
+	out := p.mustDecant("run", "--catch-up", "--log-level", "debug")
+	p.t.Log(out)
+	p.assertEqual()
+}
+
+// tables lists the user tables of a database.
+func tables(t testing.TB, c *pgx.Conn) []string {
+	t.Helper()
+	rows, err := c.Query(t.Context(), `SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.relkind IN ('r','p') AND NOT c.relispartition
+		  AND n.nspname NOT IN ('pg_catalog','information_schema','decant') AND n.nspname NOT LIKE 'pg_toast%'
+		ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// rowTexts returns the text of every row, sorted: equal multisets of rows
+// give equal slices, so a duplicate or a missing row shows.
+func rowTexts(t testing.TB, c *pgx.Conn, table string) []string {
+	t.Helper()
+	rows, err := c.Query(t.Context(), fmt.Sprintf("SELECT r::text FROM %s r ORDER BY 1", table))
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return texts
+}
+
+// assertEqual compares every source table with the target, row by row.
+func (p *pair) assertEqual() {
+	p.t.Helper()
+	src, tgt := connect(p.t, p.src), connect(p.t, p.tgt)
+	names := tables(p.t, src)
+	if len(names) == 0 {
+		p.t.Fatal("source has no tables to compare")
+	}
+	for _, table := range names {
+		a, b := rowTexts(p.t, src, table), rowTexts(p.t, tgt, table)
+		p.t.Logf("table %s: %d rows on source, %d on target", table, len(a), len(b))
+		if d := diff(a, b); d != "" {
+			p.t.Errorf("table %s: target differs from source (%d source rows, %d target rows):\n%s", table, len(a), len(b), d)
+		}
+	}
+}
+
+// diff describes the first few differences between two sorted lists.
+func diff(a, b []string) string {
+	var out []string
+	i, j := 0, 0
+	for (i < len(a) || j < len(b)) && len(out) < 5 {
+		switch {
+		case j >= len(b) || (i < len(a) && a[i] < b[j]):
+			out = append(out, "  missing on target: "+clip(a[i]))
+			i++
+		case i >= len(a) || b[j] < a[i]:
+			out = append(out, "  extra on target:   "+clip(b[j]))
+			j++
+		default:
+			i++
+			j++
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + fmt.Sprintf("…(%d bytes)", len(s))
+	}
+	return s
+}
+
+// queryValue runs a query returning one value, as text.
+func queryValue(t testing.TB, dsn, sql string) string {
+	t.Helper()
+	c := connect(t, dsn)
+	var v string
+	if err := c.QueryRow(t.Context(), sql).Scan(&v); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return v
+}

@@ -1,0 +1,58 @@
+// Package integration runs decant end to end against real PostgreSQL 15
+// servers that the harness starts and stops: the decant binary is built
+// once and driven through its CLI, as users and other tools drive it.
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/decant/decant/integration/harness"
+)
+
+var (
+	decantBin string
+	sourcePG  *harness.Postgres // shared source cluster; each test gets its own database
+	targetPG  *harness.Postgres // shared target cluster
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "decant-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	decantBin = filepath.Join(dir, "decant")
+	build := exec.CommandContext(ctx, "go", "build", "-o", decantBin, "../cmd/decant")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build decant: %v\n%s", err, out)
+		return 1
+	}
+	if sourcePG, err = harness.StartPostgres(ctx, harness.PostgresOptions{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer sourcePG.Remove()
+	if targetPG, err = harness.StartPostgres(ctx, harness.PostgresOptions{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer targetPG.Remove()
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "source log:\n%s\ntarget log:\n%s\n", sourcePG.LogTail(40), targetPG.LogTail(40))
+	}
+	return code
+}

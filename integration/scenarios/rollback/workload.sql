@@ -1,0 +1,26 @@
+INSERT INTO acct SELECT g, 100 FROM generate_series(1, 20) g;
+BEGIN;
+INSERT INTO log (note) VALUES ('rolled back');
+UPDATE acct SET balance = 0;
+DELETE FROM acct WHERE id > 10;
+ROLLBACK;
+BEGIN;
+INSERT INTO log (note) VALUES ('kept 1');
+SAVEPOINT a;
+INSERT INTO log (note) VALUES ('discarded');
+UPDATE acct SET balance = -1 WHERE id = 1;
+SAVEPOINT b;
+DELETE FROM acct WHERE id = 2;
+ROLLBACK TO SAVEPOINT a;
+INSERT INTO log (note) VALUES ('kept 2');
+SAVEPOINT c;
+UPDATE acct SET balance = balance + 1 WHERE id = 3;
+RELEASE SAVEPOINT c;
+SAVEPOINT d;
+INSERT INTO log (note) SELECT 'bulk discarded' FROM generate_series(1, 100);
+ROLLBACK TO d;
+COMMIT;
+-- A big rolled back transaction.
+BEGIN;
+INSERT INTO log (note) SELECT 'big rolled back' FROM generate_series(1, 5000);
+ROLLBACK;
