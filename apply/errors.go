@@ -76,3 +76,10 @@ func Transient(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed)
 }
+
+// slotBusy reports whether err says the replication slot is in use by
+// another session (SQLSTATE 55006, object_in_use).
+func slotBusy(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55006"
+}

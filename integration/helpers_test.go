@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // pair is one test's source and target database and its pipeline name.
@@ -282,4 +284,25 @@ func queryValue(t testing.TB, dsn, sql string) string {
 		t.Fatalf("%s: %v", sql, err)
 	}
 	return v
+}
+
+// sqlState returns the SQLSTATE of a server error, or "".
+func sqlState(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code
+	}
+	return ""
+}
+
+// checkpointXid reads the xid of the last applied transaction.
+func (p *pair) checkpointXid() string {
+	p.t.Helper()
+	return queryValue(p.t, p.tgt, fmt.Sprintf(`SELECT coalesce(xid::text, '') FROM decant.checkpoint WHERE pipeline = '%s'`, p.name))
+}
+
+// checkpointEnd reads the checkpoint's resume position (pg_lsn text).
+func (p *pair) checkpointEnd() string {
+	p.t.Helper()
+	return queryValue(p.t, p.tgt, fmt.Sprintf(`SELECT end_lsn::text FROM decant.checkpoint WHERE pipeline = '%s'`, p.name))
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/spf13/cobra"
 
 	"github.com/decant/decant/apply"
@@ -11,6 +13,7 @@ import (
 func runCmd() *cobra.Command {
 	var f flags
 	var catchUp bool
+	var slotWait time.Duration
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Stream and apply until SIGINT/SIGTERM (or, with --catch-up, until caught up)",
@@ -35,11 +38,12 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 			if err != nil {
 				return usageError{err}
 			}
-			p := apply.New(apply.Config{CatchUp: catchUp, Logger: log}, reader, target)
+			p := apply.New(apply.Config{CatchUp: catchUp, SlotWait: slotWait, Logger: log}, reader, target)
 			return p.Run(cmd.Context())
 		},
 	}
 	addFlags(cmd, &f, false)
 	cmd.Flags().BoolVar(&catchUp, "catch-up", false, "exit 0 once everything committed on the source before the start is applied")
+	cmd.Flags().DurationVar(&slotWait, "slot-wait", 60*time.Second, "how long to keep retrying while the slot is held by another session before giving up")
 	return cmd
 }

@@ -1,0 +1,154 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// TestCommitOrder runs transactions that commit in a different order than
+// they began, and checks that the target applied them in commit order: an
+// ENABLE ALWAYS trigger on the target (it fires even under
+// session_replication_role = replica) numbers rows as they arrive.
+func TestCommitOrder(t *testing.T) {
+	p := newPair(t)
+	p.both(`CREATE TABLE seen (id integer PRIMARY KEY, who text);`)
+	psql(t, p.tgt, `
+		CREATE TABLE arrival (n serial PRIMARY KEY, id integer);
+		CREATE FUNCTION note_arrival() RETURNS trigger LANGUAGE plpgsql AS
+			$$ BEGIN INSERT INTO arrival (id) VALUES (NEW.id); RETURN NEW; END $$;
+		CREATE TRIGGER note_arrival AFTER INSERT ON seen FOR EACH ROW EXECUTE FUNCTION note_arrival();
+		ALTER TABLE seen ENABLE ALWAYS TRIGGER note_arrival;`)
+	p.mustDecant("init", "--tables", "public.seen")
+	a := p.start()
+
+	ctx := t.Context()
+	conns := make([]*pgx.Conn, 3)
+	for i := range conns {
+		conns[i] = connect(t, p.src)
+	}
+	// Begin order: 0, 1, 2. Commit order: 2, 0, 1.
+	txs := make([]pgx.Tx, 3)
+	for i, c := range conns {
+		tx, err := c.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		txs[i] = tx
+		if _, err := tx.Exec(ctx, `INSERT INTO seen VALUES ($1, 'first'), ($1 + 10, 'second')`, i+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, i := range []int{2, 0, 1} {
+		if _, err := txs[i].Exec(ctx, `INSERT INTO seen VALUES ($1 + 20, 'last')`, i+1); err != nil {
+			t.Fatal(err)
+		}
+		if err := txs[i].Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 30*time.Second, func() bool {
+		return queryValue(t, p.tgt, `SELECT count(*)::text FROM arrival`) == "9"
+	})
+	a.stop(t)
+	got := queryValue(t, p.tgt, `SELECT string_agg(id::text, ',' ORDER BY n) FROM arrival`)
+	if want := "3,13,23,1,11,21,2,12,22"; got != want {
+		t.Errorf("target applied rows in order %s, want commit order %s", got, want)
+	}
+	p.assertEqual()
+}
+
+// TestSourceRestart restarts the source server while decant streams and
+// a workload runs; decant reconnects and loses nothing.
+func TestSourceRestart(t *testing.T) {
+	p := newPair(t)
+	p.both(mixedSchema)
+	p.mustDecant("init")
+	a := p.start()
+	if _, err := workload(t, p.src, 2, 150); err != nil {
+		t.Fatal(err)
+	}
+	if err := sourcePG.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sourcePG.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workload(t, p.src, 2, 150); err != nil {
+		t.Fatal(err)
+	}
+	xid := finalMarker(t, p.src)
+	waitFor(t, 60*time.Second, func() bool { return p.checkpointXid() == xid })
+	a.stop(t)
+	if !strings.Contains(a.stderr.String(), "resuming from the checkpoint") {
+		t.Errorf("decant did not report the reconnect:\n%s", a.stderr.String())
+	}
+	p.assertEqual()
+}
+
+// TestWalsenderTerminated kills decant's walsender on the source with
+// pg_terminate_backend, twice; decant reconnects and loses nothing.
+func TestWalsenderTerminated(t *testing.T) {
+	p := newPair(t)
+	p.both(mixedSchema)
+	p.mustDecant("init")
+	a := p.start()
+	for round := 0; round < 2; round++ {
+		if _, err := workload(t, p.src, 2, 100); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 30*time.Second, func() bool {
+			return queryValue(t, p.src, `SELECT active::text FROM pg_replication_slots WHERE slot_name = '`+p.name+`'`) == "true"
+		})
+		psql(t, p.src, `SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = '`+p.name+`'`)
+	}
+	xid := finalMarker(t, p.src)
+	waitFor(t, 60*time.Second, func() bool { return p.checkpointXid() == xid })
+	a.stop(t)
+	if n := strings.Count(a.stderr.String(), "resuming from the checkpoint"); n < 2 {
+		t.Errorf("decant reported %d reconnects, want 2:\n%s", n, a.stderr.String())
+	}
+	p.assertEqual()
+}
+
+// TestTargetRestart crashes the target server mid-stream: the open target
+// transaction is lost, decant reconnects and re-applies it once.
+func TestTargetRestart(t *testing.T) {
+	p := newPair(t)
+	p.both(mixedSchema)
+	p.mustDecant("init")
+	a := p.start()
+	if _, err := workload(t, p.src, 2, 150); err != nil {
+		t.Fatal(err)
+	}
+	if err := targetPG.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workload(t, p.src, 2, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := targetPG.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	xid := finalMarker(t, p.src)
+	waitFor(t, 90*time.Second, func() bool { return p.checkpointXid() == xid })
+	a.stop(t)
+	p.assertEqual()
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t testing.TB, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("condition not met within %s", timeout)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

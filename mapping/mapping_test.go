@@ -1,0 +1,291 @@
+package mapping
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/decant/decant/source"
+)
+
+// rel builds a relation; a column name ending in '*' is part of the replica
+// identity (the '*' is not part of the name).
+func rel(identity source.Identity, cols ...string) *source.Relation {
+	r := &source.Relation{ID: 16384, Schema: "public", Name: "t", Identity: identity}
+	for _, c := range cols {
+		key := false
+		if n := len(c); n > 0 && c[n-1] == '*' {
+			c, key = c[:n-1], true
+		}
+		r.Columns = append(r.Columns, source.Column{Name: c, Type: 25, TypeMod: -1, Key: key})
+	}
+	return r
+}
+
+// target builds a target table with plain columns.
+func target(pk []string, cols ...string) TargetTable {
+	t := TargetTable{Name: source.TableName{Schema: "public", Name: "t"}, PrimaryKey: pk}
+	for _, c := range cols {
+		t.Columns = append(t.Columns, TargetColumn{Name: c})
+	}
+	return t
+}
+
+func with(t TargetTable, col TargetColumn) TargetTable {
+	t.Columns = append(t.Columns, col)
+	return t
+}
+
+func TestNewPlanKeys(t *testing.T) {
+	tests := []struct {
+		name       string
+		rel        *source.Relation
+		tgt        TargetTable
+		key        []int
+		wholeRow   bool
+		identifies bool
+	}{
+		{
+			name: "default identity uses flagged column",
+			rel:  rel(source.IdentityDefault, "id*", "a", "b"),
+			tgt:  target([]string{"id"}, "id", "a", "b"),
+			key:  []int{0}, identifies: true,
+		},
+		{
+			name: "default identity ignores the target primary key",
+			rel:  rel(source.IdentityDefault, "a", "id*", "b"),
+			tgt:  target([]string{"b"}, "id", "a", "b"),
+			key:  []int{1}, identifies: true,
+		},
+		{
+			name: "multi-column key in column order",
+			rel:  rel(source.IdentityDefault, "a", "k2*", "b", "k1*"),
+			tgt:  target(nil, "a", "b", "k1", "k2"),
+			key:  []int{1, 3}, identifies: true,
+		},
+		{
+			name: "index identity uses flagged columns",
+			rel:  rel(source.IdentityIndex, "id", "email*", "tenant*"),
+			tgt:  target([]string{"id"}, "id", "email", "tenant"),
+			key:  []int{1, 2}, identifies: true,
+		},
+		{
+			name:     "default identity without flagged columns matches whole rows",
+			rel:      rel(source.IdentityDefault, "a", "b"),
+			tgt:      target(nil, "a", "b"),
+			wholeRow: true, identifies: true,
+		},
+		{
+			name: "full identity uses target primary key",
+			rel:  rel(source.IdentityFull, "a*", "id*", "b*"),
+			tgt:  target([]string{"id"}, "a", "b", "id"),
+			key:  []int{1}, identifies: true,
+		},
+		{
+			name: "full identity follows primary key order",
+			rel:  rel(source.IdentityFull, "x", "k1", "y", "k2"),
+			tgt:  target([]string{"k2", "k1"}, "x", "y", "k1", "k2"),
+			key:  []int{3, 1}, identifies: true,
+		},
+		{
+			name:     "full identity without target primary key",
+			rel:      rel(source.IdentityFull, "a*", "b*"),
+			tgt:      target(nil, "a", "b"),
+			wholeRow: true, identifies: true,
+		},
+		{
+			name:     "full identity with primary key column the source lacks",
+			rel:      rel(source.IdentityFull, "id", "a"),
+			tgt:      target([]string{"id", "extra"}, "id", "a", "extra"),
+			wholeRow: true, identifies: true,
+		},
+		{
+			name:     "full identity with primary key whose first column the source lacks",
+			rel:      rel(source.IdentityFull, "id", "a"),
+			tgt:      target([]string{"extra", "id"}, "id", "a", "extra"),
+			wholeRow: true, identifies: true,
+		},
+		{
+			name:     "nothing identity",
+			rel:      rel(source.IdentityNothing, "id", "a"),
+			tgt:      target([]string{"id"}, "id", "a"),
+			wholeRow: true, identifies: false,
+		},
+		{
+			name:     "nothing identity ignores key flags",
+			rel:      rel(source.IdentityNothing, "id*", "a"),
+			tgt:      target([]string{"id"}, "id", "a"),
+			wholeRow: true, identifies: false,
+		},
+		{
+			name: "target may have extra columns",
+			rel:  rel(source.IdentityDefault, "id*"),
+			tgt:  with(target([]string{"id"}, "id", "note"), TargetColumn{Name: "computed", Generated: true}),
+			key:  []int{0}, identifies: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := NewPlan(tt.rel, tt.tgt)
+			if err != nil {
+				t.Fatalf("NewPlan: %v", err)
+			}
+			if !reflect.DeepEqual(p.Key, tt.key) {
+				t.Errorf("Key = %#v, want %#v", p.Key, tt.key)
+			}
+			if p.WholeRow != tt.wholeRow {
+				t.Errorf("WholeRow = %v, want %v", p.WholeRow, tt.wholeRow)
+			}
+			if got := p.Identifies(); got != tt.identifies {
+				t.Errorf("Identifies() = %v, want %v", got, tt.identifies)
+			}
+			if p.Rel != tt.rel {
+				t.Errorf("Rel is not the relation passed in")
+			}
+			if p.Target != tt.tgt.Name {
+				t.Errorf("Target = %v, want %v", p.Target, tt.tgt.Name)
+			}
+			if p.Fixed != nil {
+				t.Errorf("Fixed = %#v, want none", p.Fixed)
+			}
+		})
+	}
+}
+
+func TestNewPlanFixedAndPartitioned(t *testing.T) {
+	tests := []struct {
+		name        string
+		rel         *source.Relation
+		tgt         TargetTable
+		fixed       []int
+		key         []int
+		partitioned bool
+	}{
+		{
+			name:  "identity always key column",
+			rel:   rel(source.IdentityDefault, "id*", "v"),
+			tgt:   with(target([]string{"id"}, "v"), TargetColumn{Name: "id", IdentityAlways: true}),
+			fixed: []int{0},
+			key:   []int{0},
+		},
+		{
+			name: "identity always non-key columns in source column order",
+			rel:  rel(source.IdentityDefault, "a", "id*", "seq", "b"),
+			tgt: with(with(target([]string{"id"}, "b", "id", "a"),
+				TargetColumn{Name: "seq", IdentityAlways: true}), TargetColumn{Name: "a2", IdentityAlways: true}),
+			fixed: []int{2},
+			key:   []int{1},
+		},
+		{
+			name: "identity always on a whole-row table",
+			rel:  rel(source.IdentityFull, "n", "v", "m"),
+			tgt: TargetTable{Name: source.TableName{Schema: "s", Name: "t"}, Columns: []TargetColumn{
+				{Name: "m", IdentityAlways: true}, {Name: "v"}, {Name: "n", IdentityAlways: true},
+			}},
+			fixed: []int{0, 2},
+		},
+		{
+			name: "partitioned target",
+			rel:  rel(source.IdentityFull, "a", "b"),
+			tgt: TargetTable{Name: source.TableName{Schema: "s", Name: "p"}, Partitioned: true,
+				Columns: []TargetColumn{{Name: "a"}, {Name: "b"}}},
+			partitioned: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := NewPlan(tt.rel, tt.tgt)
+			if err != nil {
+				t.Fatalf("NewPlan: %v", err)
+			}
+			if !reflect.DeepEqual(p.Fixed, tt.fixed) {
+				t.Errorf("Fixed = %#v, want %#v", p.Fixed, tt.fixed)
+			}
+			if !reflect.DeepEqual(p.Key, tt.key) {
+				t.Errorf("Key = %#v, want %#v", p.Key, tt.key)
+			}
+			if p.WholeRow != (len(tt.key) == 0) {
+				t.Errorf("WholeRow = %v with key %v", p.WholeRow, tt.key)
+			}
+			if p.Partitioned != tt.partitioned {
+				t.Errorf("Partitioned = %v, want %v", p.Partitioned, tt.partitioned)
+			}
+			if p.Target != tt.tgt.Name {
+				t.Errorf("Target = %v, want %v", p.Target, tt.tgt.Name)
+			}
+		})
+	}
+}
+
+func TestNewPlanErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		rel  *source.Relation
+		tgt  TargetTable
+		want string
+	}{
+		{
+			name: "one missing column",
+			rel:  rel(source.IdentityDefault, "id*", "a", "b"),
+			tgt:  target(nil, "id", "b"),
+			want: "target table public.t lacks column(s) a of source table public.t; add them on the target",
+		},
+		{
+			name: "every missing column listed in source order",
+			rel:  rel(source.IdentityDefault, "id*", "zeta", "b", "alpha"),
+			tgt:  target(nil, "id", "b"),
+			want: "target table public.t lacks column(s) zeta, alpha of source table public.t; add them on the target",
+		},
+		{
+			name: "names compare case sensitively",
+			rel:  rel(source.IdentityDefault, "ID*"),
+			tgt:  target(nil, "id"),
+			want: "target table public.t lacks column(s) ID of source table public.t; add them on the target",
+		},
+		{
+			name: "generated column refused",
+			rel:  rel(source.IdentityDefault, "id*", "total"),
+			tgt:  with(target(nil, "id"), TargetColumn{Name: "total", Generated: true}),
+			want: "target table public.t generates column(s) total that source table public.t sends; make them plain columns on the target",
+		},
+		{
+			name: "every generated column listed",
+			rel:  rel(source.IdentityFull, "g1", "id", "g2"),
+			tgt: with(with(target(nil, "id"), TargetColumn{Name: "g2", Generated: true}),
+				TargetColumn{Name: "g1", Generated: true}),
+			want: "target table public.t generates column(s) g1, g2 that source table public.t sends; make them plain columns on the target",
+		},
+		{
+			name: "missing reported before generated",
+			rel:  rel(source.IdentityDefault, "id*", "g", "m"),
+			tgt:  with(target(nil, "id"), TargetColumn{Name: "g", Generated: true}),
+			want: "target table public.t lacks column(s) m of source table public.t; add them on the target",
+		},
+		{
+			name: "different target name in message",
+			rel:  &source.Relation{Schema: "src", Name: "orders", Identity: source.IdentityDefault, Columns: []source.Column{{Name: "id", Key: true}}},
+			tgt:  TargetTable{Name: source.TableName{Schema: "dst", Name: "orders_copy"}},
+			want: "target table dst.orders_copy lacks column(s) id of source table src.orders; add them on the target",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := NewPlan(tt.rel, tt.tgt)
+			if err == nil {
+				t.Fatalf("NewPlan = %+v, want an error", p)
+			}
+			if p != nil {
+				t.Errorf("NewPlan returned a plan with its error")
+			}
+			if err.Error() != tt.want {
+				t.Errorf("error:\n got %q\nwant %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestRoute(t *testing.T) {
+	n := source.TableName{Schema: "Sales", Name: "Orders 2024"}
+	if got := Route(n); got != n {
+		t.Errorf("Route(%v) = %v", n, got)
+	}
+}
