@@ -28,8 +28,9 @@ type Config struct {
 	// IdleAdvance is how often, at most, the checkpoint moves forward on
 	// the source's report that nothing else committed; 1 s when zero.
 	IdleAdvance time.Duration
-	// SlotWait is how long a first start waits for a slot still held by a
-	// previous, dying session; 30 s when zero.
+	// SlotWait is how long the pipeline keeps retrying while the slot is
+	// held by another session (a previous run whose walsender has not yet
+	// noticed that its client died); 60 s when zero.
 	SlotWait time.Duration
 	Logger   *slog.Logger
 }
@@ -58,7 +59,7 @@ func New(cfg Config, src Source, tgt Target) *Pipeline {
 		cfg.IdleAdvance = time.Second
 	}
 	if cfg.SlotWait <= 0 {
-		cfg.SlotWait = 30 * time.Second
+		cfg.SlotWait = 60 * time.Second
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -81,12 +82,17 @@ var errCaughtUp = errors.New("caught up")
 func (p *Pipeline) Run(ctx context.Context) error {
 	defer p.tgt.Close(ctx)
 	var stopAt source.LSN // catch-up goal, fixed at the first successful start
-	first := time.Now()
+	var busySince time.Time
 	started := false
 	backoff := time.Second
 	for {
 		began := time.Now()
 		err := p.session(ctx, &stopAt, &started)
+		if !slotBusy(err) {
+			busySince = time.Time{}
+		} else if busySince.IsZero() {
+			busySince = began
+		}
 		switch {
 		case errors.Is(err, errCaughtUp):
 			p.log.Info("caught up", "position", p.Acked().String())
@@ -96,8 +102,12 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			return nil
 		case !Transient(err):
 			return err
-		case !started && time.Since(first) > p.cfg.SlotWait:
+		case !started:
+			// The very first connection failed: a wrong DSN, a server that
+			// is down. Say so instead of retrying in silence.
 			return err
+		case !busySince.IsZero() && time.Since(busySince) > p.cfg.SlotWait:
+			return fmt.Errorf("%w (another decant run, or a session that has not yet noticed its client died, still uses the slot after %s; stop the other run)", err, p.cfg.SlotWait)
 		}
 		if time.Since(began) > time.Minute {
 			backoff = time.Second
