@@ -126,11 +126,11 @@ func (p *Pipeline) Run(ctx context.Context) error {
 
 // session runs reader and applier once, from the target's checkpoint.
 func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started *bool) error {
-	cp, err := p.tgt.Open(ctx)
+	srv, err := p.src.Identify(ctx)
 	if err != nil {
 		return err
 	}
-	srv, err := p.src.Identify(ctx)
+	cp, err := p.tgt.Open(ctx)
 	if err != nil {
 		return err
 	}

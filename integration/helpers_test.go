@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -24,7 +26,10 @@ type pair struct {
 	src, tgt string // DSNs
 }
 
-var dbNameRe = regexp.MustCompile(`[^a-z0-9_]+`)
+var (
+	dbNameRe = regexp.MustCompile(`[^a-z0-9_]+`)
+	pairSeq  atomic.Int64
+)
 
 // newPair creates a fresh source and target database for the test.
 func newPair(t testing.TB) *pair {
@@ -33,7 +38,7 @@ func newPair(t testing.TB) *pair {
 	if len(name) > 40 {
 		name = name[len(name)-40:]
 	}
-	name = "t_" + name
+	name = fmt.Sprintf("t%d_%s", pairSeq.Add(1), name)
 	ctx := t.Context()
 	if err := sourcePG.CreateDatabase(ctx, name); err != nil {
 		t.Fatal(err)
@@ -306,3 +311,21 @@ func (p *pair) checkpointEnd() string {
 	p.t.Helper()
 	return queryValue(p.t, p.tgt, fmt.Sprintf(`SELECT end_lsn::text FROM decant.checkpoint WHERE pipeline = '%s'`, p.name))
 }
+
+// runDecant runs the CLI with exactly the given arguments.
+func runDecant(t testing.TB, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	p := &pair{t: t}
+	cmd := exec.CommandContext(t.Context(), decantBin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		p.t.Fatal(err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -2,6 +2,7 @@ package pg
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -73,6 +74,17 @@ func renderUpdate(p *mapping.Plan, set []bool) string {
 		}
 		n++
 		fmt.Fprintf(&b, "%s = $%d", quoteIdent(c.Name), n)
+	}
+	if n == 0 {
+		// Every value is unchanged TOAST or Fixed: assign an unchanged
+		// column to itself, so the statement is valid and still must find
+		// its row.
+		for i, c := range p.Rel.Columns {
+			if !slices.Contains(p.Fixed, i) {
+				fmt.Fprintf(&b, "%s = %[1]s", quoteIdent(c.Name))
+				break
+			}
+		}
 	}
 	b.WriteString(" WHERE ")
 	b.WriteString(renderWhere(p, n+1))

@@ -299,7 +299,8 @@ func (t *Target) flush(ctx context.Context) error {
 	defer t.batch.reset()
 	mrr := t.conn.PgConn().ExecBatch(ctx, &t.batch.b)
 	var failed error
-	for i := 0; mrr.NextResult(); i++ {
+	i := 0 // results come in statement order; a failing one ends them
+	for ; mrr.NextResult(); i++ {
 		tag, err := mrr.ResultReader().Close()
 		if failed != nil {
 			continue
@@ -314,6 +315,9 @@ func (t *Target) flush(ctx context.Context) error {
 	}
 	if err := mrr.Close(); err != nil && failed == nil {
 		failed = describe(err)
+		if i < len(t.batch.info) {
+			failed = t.batch.info[i].fail(failed)
+		}
 	}
 	return failed
 }

@@ -129,7 +129,7 @@ func initPipeline(ctx context.Context, c config, log *slog.Logger) error {
 // checkTables refuses tables whose updates the source cannot publish and
 // tables or columns the target lacks, listing all of them at once.
 func checkTables(ctx context.Context, src, tgt *pgx.Conn, tables []pgoutput.Table) ([]source.TableName, error) {
-	var noIdentity, missing []string
+	var noIdentity, missing, mismatched []string
 	names := make([]source.TableName, len(tables))
 	for i, t := range tables {
 		names[i] = t.Name
@@ -150,15 +150,20 @@ func checkTables(ctx context.Context, src, tgt *pgx.Conn, tables []pgoutput.Tabl
 			return nil, err
 		}
 		if _, err := mapping.NewPlan(&source.Relation{Schema: t.Name.Schema, Name: t.Name.Name, Identity: t.Identity, Columns: cols}, *tt); err != nil {
-			return nil, err
+			mismatched = append(mismatched, err.Error())
 		}
 	}
-	if len(noIdentity) > 0 {
-		return nil, fmt.Errorf("source table(s) %s have no primary key and no replica identity, so PostgreSQL would refuse their UPDATEs and DELETEs once published: add a primary key, or run ALTER TABLE ... REPLICA IDENTITY FULL, or leave them out of --tables",
-			strings.Join(noIdentity, ", "))
-	}
+	var problems []string
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("target lacks table(s) %s; create them on the target first", strings.Join(missing, ", "))
+		problems = append(problems, fmt.Sprintf("target lacks table(s) %s; create them on the target first", strings.Join(missing, ", ")))
+	}
+	problems = append(problems, mismatched...)
+	if len(noIdentity) > 0 {
+		problems = append(problems, fmt.Sprintf("source table(s) %s have no primary key and no replica identity, so PostgreSQL would refuse their UPDATEs and DELETEs once published: add a primary key, or run ALTER TABLE ... REPLICA IDENTITY FULL, or leave them out of --tables",
+			strings.Join(noIdentity, ", ")))
+	}
+	if len(problems) > 0 {
+		return nil, errors.New(strings.Join(problems, "; "))
 	}
 	return names, nil
 }

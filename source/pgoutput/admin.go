@@ -48,13 +48,13 @@ func CheckServer(ctx context.Context, conn *pgx.Conn, slot string) error {
 		return fmt.Errorf("check source settings: %w", err)
 	}
 	if walLevel != "logical" {
-		return fmt.Errorf("%w: source wal_level is %q; set wal_level = logical in postgresql.conf and restart the source server", ErrSetup, walLevel)
+		return setupf("source wal_level is %q; set wal_level = logical in postgresql.conf and restart the source server", walLevel)
 	}
 	if !canReplicate {
-		return fmt.Errorf("%w: source user %q lacks the REPLICATION attribute; run ALTER ROLE %s REPLICATION on the source", ErrSetup, user, quoteIdent(user))
+		return setupf("source user %q lacks the REPLICATION attribute; run ALTER ROLE %s REPLICATION on the source", user, quoteIdent(user))
 	}
 	if !slotExists && usedSlots >= maxSlots {
-		return fmt.Errorf("%w: no free replication slot on the source (%d of max_replication_slots = %d in use); raise max_replication_slots or drop an unused slot", ErrSetup, usedSlots, maxSlots)
+		return setupf("no free replication slot on the source (%d of max_replication_slots = %d in use); raise max_replication_slots or drop an unused slot", usedSlots, maxSlots)
 	}
 	return nil
 }
@@ -95,7 +95,7 @@ func SelectTables(ctx context.Context, conn *pgx.Conn, filter source.TableFilter
 // removed (both empty when nothing changed).
 func EnsurePublication(ctx context.Context, conn *pgx.Conn, name string, tables []source.TableName) (added, removed []source.TableName, err error) {
 	if len(tables) == 0 {
-		return nil, nil, fmt.Errorf("%w: no source table matches --tables; nothing to replicate", ErrSetup)
+		return nil, nil, setupf("no source table matches --tables; nothing to replicate")
 	}
 	list := make([]string, len(tables))
 	for i, t := range tables {
@@ -160,7 +160,7 @@ func PublicationTables(ctx context.Context, conn *pgx.Conn, name string) ([]sour
 		return nil, err
 	}
 	if !exists {
-		return nil, fmt.Errorf("%w: publication %s does not exist on the source; run decant init", ErrSetup, name)
+		return nil, setupf("publication %s does not exist on the source; run decant init", name)
 	}
 	return tables, nil
 }
@@ -180,7 +180,7 @@ func EnsureSlot(ctx context.Context, conn *pgx.Conn, slot string) (source.LSN, b
 			return 0, false, fmt.Errorf("read source database: %w", err)
 		}
 		if plugin != "pgoutput" || db != cur {
-			return 0, false, fmt.Errorf("%w: slot %s already exists for plugin %s in database %s; choose another --pipeline or drop that slot", ErrSetup, slot, plugin, db)
+			return 0, false, setupf("slot %s already exists for plugin %s in database %s; choose another --pipeline or drop that slot", slot, plugin, db)
 		}
 		return confirmed, false, nil
 	case !errors.Is(err, pgx.ErrNoRows):
@@ -250,7 +250,7 @@ func DropSlot(ctx context.Context, conn *pgx.Conn, slot string) (bool, error) {
 		return false, err
 	}
 	if s.Active {
-		return false, fmt.Errorf("%w: slot %s is in use by process %d; stop decant run first", ErrSetup, slot, s.ActivePID)
+		return false, setupf("slot %s is in use by process %d; stop decant run first", slot, s.ActivePID)
 	}
 	if _, err := conn.Exec(ctx, `SELECT pg_drop_replication_slot($1)`, slot); err != nil {
 		return false, fmt.Errorf("drop slot %s: %w", slot, err)

@@ -143,21 +143,27 @@ func (r *Reader) checkSlot(ctx context.Context, conn *pgconn.PgConn, start sourc
 		return fmt.Errorf("read slot %s: %w", r.cfg.Slot, err)
 	}
 	if len(res) == 0 || len(res[0].Rows) == 0 {
-		return fmt.Errorf("%w: slot %s does not exist in the source database; run decant init", ErrSetup, r.cfg.Slot)
+		return setupf("slot %s does not exist in the source database; run decant init", r.cfg.Slot)
 	}
 	row := res[0].Rows[0]
 	if plugin := string(row[0]); plugin != "pgoutput" {
-		return fmt.Errorf("%w: slot %s uses plugin %s, not pgoutput; drop it or choose another --pipeline", ErrSetup, r.cfg.Slot, plugin)
+		return setupf("slot %s uses plugin %s, not pgoutput; drop it or choose another --pipeline", r.cfg.Slot, plugin)
 	}
 	confirmed, err := source.ParseLSN(string(row[1]))
 	if err != nil {
 		return fmt.Errorf("read slot %s: %w", r.cfg.Slot, err)
 	}
 	if confirmed > start {
-		return fmt.Errorf("%w: slot %s confirmed %s but the target's checkpoint is %s: something else consumed or advanced the slot and the transactions in between were never applied; run decant drop and init again, then recopy the tables",
-			ErrSetup, r.cfg.Slot, confirmed, start)
+		return setupf("slot %s confirmed %s but the target's checkpoint is %s: something else consumed or advanced the slot and the transactions in between were never applied; run decant drop and init again, then recopy the tables",
+			r.cfg.Slot, confirmed, start)
 	}
-	return nil
+	q = fmt.Sprintf(`SELECT count(*) FROM pg_publication WHERE pubname = %s`, quoteLiteral(r.cfg.Publication))
+	return queryOne(ctx, conn, q, func(n string) error {
+		if n == "0" {
+			return setupf("publication %s does not exist in the source database; run decant init", r.cfg.Publication)
+		}
+		return nil
+	})
 }
 
 // stream is the state of one replication connection.
@@ -183,6 +189,8 @@ func (s *stream) run(ctx context.Context) error {
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
+				// A clean stop: tell the source what the target holds now.
+				s.report(context.WithoutCancel(ctx))
 				return ctx.Err()
 			}
 			if pgconn.Timeout(err) {
@@ -354,5 +362,15 @@ func (e *SystemMismatchError) Error() string {
 	return fmt.Sprintf("source system identifier is %s but the target's checkpoint was recorded from %s: decant is pointed at a different source server; fix --source, or run decant drop and init for the new source", e.Got, e.Want)
 }
 
-// ErrSetup marks a source that is not set up for this pipeline.
+// ErrSetup marks a source that is not set up for this pipeline (errors.Is).
 var ErrSetup = errors.New("source not set up")
+
+// setupError is an ErrSetup whose text is only its own message.
+type setupError struct{ msg string }
+
+func (e *setupError) Error() string        { return e.msg }
+func (e *setupError) Is(target error) bool { return target == ErrSetup }
+
+func setupf(format string, args ...any) error {
+	return &setupError{fmt.Sprintf(format, args...)}
+}

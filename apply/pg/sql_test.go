@@ -1,0 +1,478 @@
+package pg
+
+import (
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/decant/decant/mapping"
+	"github.com/decant/decant/source"
+)
+
+// col is a source column and how the target declares it.
+type col struct {
+	name   string
+	key    bool // part of the source replica identity
+	always bool // GENERATED ALWAYS AS IDENTITY on the target
+}
+
+// table describes one source relation and its target table.
+type table struct {
+	schema, name string
+	identity     source.Identity
+	cols         []col
+	pk           []string // target primary key
+	partitioned  bool
+}
+
+func (tb table) plan(t *testing.T) *mapping.Plan {
+	t.Helper()
+	rel := &source.Relation{ID: 16384, Schema: tb.schema, Name: tb.name, Identity: tb.identity}
+	tgt := mapping.TargetTable{
+		Name:        source.TableName{Schema: tb.schema, Name: tb.name},
+		PrimaryKey:  tb.pk,
+		Partitioned: tb.partitioned,
+	}
+	for _, c := range tb.cols {
+		rel.Columns = append(rel.Columns, source.Column{Name: c.name, Type: 25, TypeMod: -1, Key: c.key})
+		tgt.Columns = append(tgt.Columns, mapping.TargetColumn{Name: c.name, IdentityAlways: c.always})
+	}
+	p, err := mapping.NewPlan(rel, tgt)
+	if err != nil {
+		t.Fatalf("NewPlan: %v", err)
+	}
+	return p
+}
+
+// The tables the renderer tests share.
+var (
+	orders = table{schema: "public", name: "orders", identity: source.IdentityDefault,
+		cols: []col{{name: "id", key: true}, {name: "customer"}, {name: "total"}}, pk: []string{"id"}}
+	lines = table{schema: "sales", name: "lines", identity: source.IdentityIndex,
+		cols: []col{{name: "qty"}, {name: "order_id", key: true}, {name: "note"}, {name: "line_no", key: true}}}
+	fullPK = table{schema: "public", name: "docs", identity: source.IdentityFull,
+		cols: []col{{name: "title", key: true}, {name: "id", key: true}, {name: "body", key: true}}, pk: []string{"id"}}
+	fullNoPK = table{schema: "public", name: "log", identity: source.IdentityFull,
+		cols: []col{{name: "at", key: true}, {name: "msg", key: true}}}
+	nothing = table{schema: "public", name: "events", identity: source.IdentityNothing,
+		cols: []col{{name: "at"}, {name: "msg"}}}
+	partFull = table{schema: "public", name: "measurements", identity: source.IdentityFull, partitioned: true,
+		cols: []col{{name: "city"}, {name: "day"}, {name: "temp"}}}
+	partKeyed = table{schema: "public", name: "measurements", identity: source.IdentityDefault, partitioned: true,
+		cols: []col{{name: "city", key: true}, {name: "day", key: true}, {name: "temp"}}, pk: []string{"city", "day"}}
+	alwaysKey = table{schema: "public", name: "solo", identity: source.IdentityDefault,
+		cols: []col{{name: "id", key: true, always: true}, {name: "v"}, {name: "w"}}, pk: []string{"id"}}
+	alwaysOther = table{schema: "public", name: "tickets", identity: source.IdentityDefault,
+		cols: []col{{name: "id", key: true}, {name: "seq", always: true}, {name: "body"}, {name: "note"}, {name: "rev", always: true}}, pk: []string{"id"}}
+	alwaysFull = table{schema: "public", name: "bag", identity: source.IdentityFull,
+		cols: []col{{name: "n", always: true}, {name: "v"}}}
+	quotedNames = table{schema: "Sales Dept", name: `Order"s`, identity: source.IdentityDefault,
+		cols: []col{{name: "Id", key: true}, {name: "first name"}, {name: `say "hi"`}, {name: "select"}}, pk: []string{"Id"}}
+	quotedFull = table{schema: "MixedCase", name: "my table", identity: source.IdentityFull, partitioned: true,
+		cols: []col{{name: `a"b`}, {name: "Col"}}}
+)
+
+func TestRenderInsert(t *testing.T) {
+	tests := []struct {
+		name string
+		tb   table
+		want string
+	}{
+		{"keyed", orders, `INSERT INTO "public"."orders" ("id", "customer", "total") VALUES ($1, $2, $3)`},
+		{"multi-column key", lines, `INSERT INTO "sales"."lines" ("qty", "order_id", "note", "line_no") VALUES ($1, $2, $3, $4)`},
+		{"whole row", fullNoPK, `INSERT INTO "public"."log" ("at", "msg") VALUES ($1, $2)`},
+		{"partitioned", partFull, `INSERT INTO "public"."measurements" ("city", "day", "temp") VALUES ($1, $2, $3)`},
+		{"identity always key", alwaysKey, `INSERT INTO "public"."solo" ("id", "v", "w") OVERRIDING SYSTEM VALUE VALUES ($1, $2, $3)`},
+		{"identity always non-key", alwaysOther, `INSERT INTO "public"."tickets" ("id", "seq", "body", "note", "rev") OVERRIDING SYSTEM VALUE VALUES ($1, $2, $3, $4, $5)`},
+		{"quoted identifiers", quotedNames, `INSERT INTO "Sales Dept"."Order""s" ("Id", "first name", "say ""hi""", "select") VALUES ($1, $2, $3, $4)`},
+		{"single column", table{schema: "s", name: "t", identity: source.IdentityFull, cols: []col{{name: "only"}}},
+			`INSERT INTO "s"."t" ("only") VALUES ($1)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := renderInsert(tt.tb.plan(t)); got != tt.want {
+				t.Errorf("renderInsert:\n got %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRenderCopy(t *testing.T) {
+	tests := []struct {
+		name string
+		tb   table
+		want string
+	}{
+		{"keyed", orders, `COPY "public"."orders" ("id", "customer", "total") FROM STDIN`},
+		// COPY overrides GENERATED ALWAYS by itself: no clause.
+		{"identity always", alwaysKey, `COPY "public"."solo" ("id", "v", "w") FROM STDIN`},
+		{"partitioned", partFull, `COPY "public"."measurements" ("city", "day", "temp") FROM STDIN`},
+		{"quoted identifiers", quotedNames, `COPY "Sales Dept"."Order""s" ("Id", "first name", "say ""hi""", "select") FROM STDIN`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := renderCopy(tt.tb.plan(t)); got != tt.want {
+				t.Errorf("renderCopy:\n got %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRenderDelete(t *testing.T) {
+	tests := []struct {
+		name string
+		tb   table
+		want string
+	}{
+		{"keyed", orders, `DELETE FROM "public"."orders" WHERE "id" = $1`},
+		{"multi-column key", lines, `DELETE FROM "sales"."lines" WHERE "order_id" = $1 AND "line_no" = $2`},
+		{"full identity with target primary key", fullPK, `DELETE FROM "public"."docs" WHERE "id" = $1`},
+		{"full identity without primary key", fullNoPK,
+			`DELETE FROM "public"."log" WHERE ctid = (SELECT ctid FROM "public"."log" WHERE "at"::text IS NOT DISTINCT FROM $1 AND "msg"::text IS NOT DISTINCT FROM $2 LIMIT 1)`},
+		{"nothing identity", nothing,
+			`DELETE FROM "public"."events" WHERE ctid = (SELECT ctid FROM "public"."events" WHERE "at"::text IS NOT DISTINCT FROM $1 AND "msg"::text IS NOT DISTINCT FROM $2 LIMIT 1)`},
+		{"partitioned whole row", partFull,
+			`DELETE FROM "public"."measurements" WHERE (tableoid, ctid) = (SELECT tableoid, ctid FROM "public"."measurements" WHERE "city"::text IS NOT DISTINCT FROM $1 AND "day"::text IS NOT DISTINCT FROM $2 AND "temp"::text IS NOT DISTINCT FROM $3 LIMIT 1)`},
+		{"partitioned keyed", partKeyed, `DELETE FROM "public"."measurements" WHERE "city" = $1 AND "day" = $2`},
+		// A DELETE does not need the Fixed columns: the key finds the row.
+		{"identity always", alwaysKey, `DELETE FROM "public"."solo" WHERE "id" = $1`},
+		{"identity always whole row", alwaysFull,
+			`DELETE FROM "public"."bag" WHERE ctid = (SELECT ctid FROM "public"."bag" WHERE "n"::text IS NOT DISTINCT FROM $1 AND "v"::text IS NOT DISTINCT FROM $2 LIMIT 1)`},
+		{"quoted identifiers", quotedNames, `DELETE FROM "Sales Dept"."Order""s" WHERE "Id" = $1`},
+		{"quoted whole row partitioned", quotedFull,
+			`DELETE FROM "MixedCase"."my table" WHERE (tableoid, ctid) = (SELECT tableoid, ctid FROM "MixedCase"."my table" WHERE "a""b"::text IS NOT DISTINCT FROM $1 AND "Col"::text IS NOT DISTINCT FROM $2 LIMIT 1)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := renderDelete(tt.tb.plan(t)); got != tt.want {
+				t.Errorf("renderDelete:\n got %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRenderWhere(t *testing.T) {
+	tests := []struct {
+		name  string
+		tb    table
+		first int
+		want  string
+		cols  []int // whereColumns
+	}{
+		{"key from 1", orders, 1, `"id" = $1`, []int{0}},
+		{"key from 7", orders, 7, `"id" = $7`, []int{0}},
+		{"multi-column key in column order", lines, 3, `"order_id" = $3 AND "line_no" = $4`, []int{1, 3}},
+		{"full identity uses primary key", fullPK, 2, `"id" = $2`, []int{1}},
+		{"whole row", fullNoPK, 5,
+			`ctid = (SELECT ctid FROM "public"."log" WHERE "at"::text IS NOT DISTINCT FROM $5 AND "msg"::text IS NOT DISTINCT FROM $6 LIMIT 1)`,
+			[]int{0, 1}},
+		{"whole row partitioned", partFull, 2,
+			`(tableoid, ctid) = (SELECT tableoid, ctid FROM "public"."measurements" WHERE "city"::text IS NOT DISTINCT FROM $2 AND "day"::text IS NOT DISTINCT FROM $3 AND "temp"::text IS NOT DISTINCT FROM $4 LIMIT 1)`,
+			[]int{0, 1, 2}},
+		{"keyed partitioned needs no ctid", partKeyed, 1, `"city" = $1 AND "day" = $2`, []int{0, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.tb.plan(t)
+			if got := renderWhere(p, tt.first); got != tt.want {
+				t.Errorf("renderWhere:\n got %s\nwant %s", got, tt.want)
+			}
+			if got := whereColumns(p); !slices.Equal(got, tt.cols) {
+				t.Errorf("whereColumns = %v, want %v", got, tt.cols)
+			}
+		})
+	}
+}
+
+func TestRenderUpdate(t *testing.T) {
+	tests := []struct {
+		name string
+		tb   table
+		set  []bool
+		want string
+	}{
+		{"keyed, every column", orders, []bool{true, true, true},
+			`UPDATE "public"."orders" SET "id" = $1, "customer" = $2, "total" = $3 WHERE "id" = $4`},
+		{"keyed, unchanged TOAST in the middle", orders, []bool{true, false, true},
+			`UPDATE "public"."orders" SET "id" = $1, "total" = $2 WHERE "id" = $3`},
+		{"keyed, only the key", orders, []bool{true, false, false},
+			`UPDATE "public"."orders" SET "id" = $1 WHERE "id" = $2`},
+		{"keyed, key unchanged TOAST", orders, []bool{false, true, true},
+			`UPDATE "public"."orders" SET "customer" = $1, "total" = $2 WHERE "id" = $3`},
+		{"multi-column key", lines, []bool{true, true, false, true},
+			`UPDATE "sales"."lines" SET "qty" = $1, "order_id" = $2, "line_no" = $3 WHERE "order_id" = $4 AND "line_no" = $5`},
+		{"full identity with primary key", fullPK, []bool{true, true, false},
+			`UPDATE "public"."docs" SET "title" = $1, "id" = $2 WHERE "id" = $3`},
+		{"whole row", fullNoPK, []bool{true, true},
+			`UPDATE "public"."log" SET "at" = $1, "msg" = $2 WHERE ctid = (SELECT ctid FROM "public"."log" WHERE "at"::text IS NOT DISTINCT FROM $3 AND "msg"::text IS NOT DISTINCT FROM $4 LIMIT 1)`},
+		{"whole row, unchanged TOAST", fullNoPK, []bool{false, true},
+			`UPDATE "public"."log" SET "msg" = $1 WHERE ctid = (SELECT ctid FROM "public"."log" WHERE "at"::text IS NOT DISTINCT FROM $2 AND "msg"::text IS NOT DISTINCT FROM $3 LIMIT 1)`},
+		{"partitioned whole row, unchanged TOAST", partFull, []bool{true, false, true},
+			`UPDATE "public"."measurements" SET "city" = $1, "temp" = $2 WHERE (tableoid, ctid) = (SELECT tableoid, ctid FROM "public"."measurements" WHERE "city"::text IS NOT DISTINCT FROM $3 AND "day"::text IS NOT DISTINCT FROM $4 AND "temp"::text IS NOT DISTINCT FROM $5 LIMIT 1)`},
+		{"partitioned keyed", partKeyed, []bool{true, true, true},
+			`UPDATE "public"."measurements" SET "city" = $1, "day" = $2, "temp" = $3 WHERE "city" = $4 AND "day" = $5`},
+		{"identity always key", alwaysKey, []bool{false, true, true},
+			`UPDATE "public"."solo" SET "v" = $1, "w" = $2 WHERE "id" = $3 AND "id" = $4`},
+		{"identity always key, unchanged TOAST", alwaysKey, []bool{false, false, true},
+			`UPDATE "public"."solo" SET "w" = $1 WHERE "id" = $2 AND "id" = $3`},
+		{"identity always non-key columns", alwaysOther, []bool{true, false, true, true, false},
+			`UPDATE "public"."tickets" SET "id" = $1, "body" = $2, "note" = $3 WHERE "id" = $4 AND "seq" = $5 AND "rev" = $6`},
+		{"identity always non-key columns, unchanged TOAST", alwaysOther, []bool{true, false, false, true, false},
+			`UPDATE "public"."tickets" SET "id" = $1, "note" = $2 WHERE "id" = $3 AND "seq" = $4 AND "rev" = $5`},
+		{"identity always whole row", alwaysFull, []bool{false, true},
+			`UPDATE "public"."bag" SET "v" = $1 WHERE ctid = (SELECT ctid FROM "public"."bag" WHERE "n"::text IS NOT DISTINCT FROM $2 AND "v"::text IS NOT DISTINCT FROM $3 LIMIT 1) AND "n" = $4`},
+		// Nothing to set (every value unchanged TOAST or Fixed): an unchanged
+		// column is assigned to itself, which keeps the statement valid and
+		// still requires the row to exist.
+		{"nothing to set, identity always key", alwaysKey, []bool{false, false, false},
+			`UPDATE "public"."solo" SET "v" = "v" WHERE "id" = $1 AND "id" = $2`},
+		{"nothing to set, keyed", orders, []bool{false, false, false},
+			`UPDATE "public"."orders" SET "id" = "id" WHERE "id" = $1`},
+		{"nothing to set, whole row", fullNoPK, []bool{false, false},
+			`UPDATE "public"."log" SET "at" = "at" WHERE ctid = (SELECT ctid FROM "public"."log" WHERE "at"::text IS NOT DISTINCT FROM $1 AND "msg"::text IS NOT DISTINCT FROM $2 LIMIT 1)`},
+		{"nothing to set, identity always whole row", alwaysFull, []bool{false, false},
+			`UPDATE "public"."bag" SET "v" = "v" WHERE ctid = (SELECT ctid FROM "public"."bag" WHERE "n"::text IS NOT DISTINCT FROM $1 AND "v"::text IS NOT DISTINCT FROM $2 LIMIT 1) AND "n" = $3`},
+		{"nothing to set, several fixed columns", alwaysOther, []bool{false, false, false, false, false},
+			`UPDATE "public"."tickets" SET "id" = "id" WHERE "id" = $1 AND "seq" = $2 AND "rev" = $3`},
+		{"quoted identifiers", quotedNames, []bool{true, false, true, true},
+			`UPDATE "Sales Dept"."Order""s" SET "Id" = $1, "say ""hi""" = $2, "select" = $3 WHERE "Id" = $4`},
+		{"quoted whole row partitioned", quotedFull, []bool{true, true},
+			`UPDATE "MixedCase"."my table" SET "a""b" = $1, "Col" = $2 WHERE (tableoid, ctid) = (SELECT tableoid, ctid FROM "MixedCase"."my table" WHERE "a""b"::text IS NOT DISTINCT FROM $3 AND "Col"::text IS NOT DISTINCT FROM $4 LIMIT 1)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := tt.tb.plan(t)
+			got := renderUpdate(p, tt.set)
+			if got != tt.want {
+				t.Errorf("renderUpdate:\n got %s\nwant %s", got, tt.want)
+			}
+			// The parameters are dense, $1..$n, and n is the number of
+			// arguments Target.update sends: the set values, the where
+			// values and the new values of the Fixed columns.
+			n := 0
+			for _, s := range tt.set {
+				if s {
+					n++
+				}
+			}
+			n += len(whereColumns(p)) + len(p.Fixed)
+			checkDense(t, got, n)
+		})
+	}
+}
+
+// checkDense checks that sql uses exactly the parameters $1..$n, each once.
+func checkDense(t *testing.T, sql string, n int) {
+	t.Helper()
+	var got []int
+	for _, m := range regexp.MustCompile(`\$(\d+)`).FindAllStringSubmatch(sql, -1) {
+		k, _ := strconv.Atoi(m[1])
+		got = append(got, k)
+	}
+	want := make([]int, n)
+	for i := range want {
+		want[i] = i + 1
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("parameters %v, want %v in order", got, want)
+	}
+}
+
+// TestSetMaskAndUpdateSQL follows an UPDATE through plan: setMask drops
+// unchanged TOAST values and Fixed columns, updateSQL renders one statement
+// per mask.
+func TestSetMaskAndUpdateSQL(t *testing.T) {
+	text := func(s string) source.Value { return source.Value{Kind: source.ValueText, Data: []byte(s)} }
+	null := source.Value{Kind: source.ValueNull}
+	toast := source.Value{Kind: source.ValueUnchanged}
+	tests := []struct {
+		name string
+		tb   table
+		row  []source.Value
+		set  []bool
+		want string
+	}{
+		{"every value sent", orders, []source.Value{text("1"), text("ann"), null},
+			[]bool{true, true, true},
+			`UPDATE "public"."orders" SET "id" = $1, "customer" = $2, "total" = $3 WHERE "id" = $4`},
+		{"unchanged TOAST left out", orders, []source.Value{text("1"), toast, text("")},
+			[]bool{true, false, true},
+			`UPDATE "public"."orders" SET "id" = $1, "total" = $2 WHERE "id" = $3`},
+		{"only fixed and unchanged TOAST", alwaysKey, []source.Value{text("1"), toast, toast},
+			[]bool{false, false, false},
+			`UPDATE "public"."solo" SET "v" = "v" WHERE "id" = $1 AND "id" = $2`},
+		{"fixed and unchanged TOAST left out", alwaysOther, []source.Value{text("1"), text("7"), toast, null, text("3")},
+			[]bool{true, false, false, true, false},
+			`UPDATE "public"."tickets" SET "id" = $1, "note" = $2 WHERE "id" = $3 AND "seq" = $4 AND "rev" = $5`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mp := tt.tb.plan(t)
+			p := &plan{Plan: mp, updates: map[string]string{},
+				set: make([]bool, len(mp.Rel.Columns)), mask: make([]byte, len(mp.Rel.Columns))}
+			set := p.setMask(tt.row)
+			if !slices.Equal(set, tt.set) {
+				t.Fatalf("setMask = %v, want %v", set, tt.set)
+			}
+			if got := p.updateSQL(set); got != tt.want {
+				t.Errorf("updateSQL:\n got %s\nwant %s", got, tt.want)
+			}
+			if len(p.updates) != 1 {
+				t.Errorf("%d statements cached, want 1", len(p.updates))
+			}
+			// Another mask renders another statement; the first stays cached.
+			all := make([]bool, len(set))
+			for i := range all {
+				all[i] = !slices.Contains(mp.Fixed, i)
+			}
+			other := p.updateSQL(all)
+			if slices.Equal(set, all) {
+				if other != tt.want || len(p.updates) != 1 {
+					t.Errorf("same mask rendered again: %d cached", len(p.updates))
+				}
+			} else if other != renderUpdate(mp, all) || len(p.updates) != 2 {
+				t.Errorf("second mask: got %s with %d cached", other, len(p.updates))
+			}
+			if got := p.updateSQL(tt.set); got != tt.want {
+				t.Errorf("cached statement for the first mask:\n got %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRenderTruncate(t *testing.T) {
+	tn := func(schema, name string) source.TableName { return source.TableName{Schema: schema, Name: name} }
+	tests := []struct {
+		name        string
+		tables      []source.TableName
+		partitioned []bool
+		restart     bool
+		want        string
+	}{
+		{"one table", []source.TableName{tn("public", "a")}, []bool{false}, false,
+			`TRUNCATE ONLY "public"."a"`},
+		{"one partitioned table", []source.TableName{tn("public", "p")}, []bool{true}, false,
+			`TRUNCATE "public"."p"`},
+		{"restart identity", []source.TableName{tn("public", "a")}, []bool{false}, true,
+			`TRUNCATE ONLY "public"."a" RESTART IDENTITY`},
+		{"several tables", []source.TableName{tn("public", "a"), tn("sales", "b"), tn("s", "c")}, []bool{false, false, false}, false,
+			`TRUNCATE ONLY "public"."a", ONLY "sales"."b", ONLY "s"."c"`},
+		{"several with partitioned, restart identity",
+			[]source.TableName{tn("public", "a"), tn("public", "p"), tn("sales", "b")}, []bool{false, true, false}, true,
+			`TRUNCATE ONLY "public"."a", "public"."p", ONLY "sales"."b" RESTART IDENTITY`},
+		{"quoted identifiers",
+			[]source.TableName{tn("Sales Dept", `Order"s`), tn("MixedCase", "my table")}, []bool{true, false}, false,
+			`TRUNCATE "Sales Dept"."Order""s", ONLY "MixedCase"."my table"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := renderTruncate(tt.tables, tt.partitioned, tt.restart); got != tt.want {
+				t.Errorf("renderTruncate:\n got %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestAppendCopyText(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{"empty", "", ""},
+		{"plain", "hello world", "hello world"},
+		{"backslash", `a\b`, `a\\b`},
+		{"only backslash", `\`, `\\`},
+		{"two backslashes", `\\`, `\\\\`},
+		{"tab", "a\tb", `a\tb`},
+		{"newline", "a\nb", `a\nb`},
+		{"carriage return", "a\rb", `a\rb`},
+		{"crlf", "line\r\n", `line\r\n`},
+		{"looks like NULL", `\N`, `\\N`},
+		{"end-of-data marker", `\.`, `\\.`},
+		{"escape-like text", `\t\n`, `\\t\\n`},
+		{"specials only", "\\\t\n\r", `\\\t\n\r`},
+		{"specials at both ends", "\tx\n", `\tx\n`},
+		{"other control characters pass", "\v\f\b\x01", "\v\f\b\x01"},
+		{"UTF-8", "naïve 日本語 😀", "naïve 日本語 😀"},
+		{"UTF-8 around specials", "é\tü\\ß\n😀", `é\tü\\ß\n😀`},
+		{"json", `{"a": "x\"y", "b": "c\\d"}`, `{"a": "x\\"y", "b": "c\\\\d"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := []byte(tt.in)
+			if got := string(appendCopyText(nil, in)); got != tt.want {
+				t.Errorf("appendCopyText(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+			// Appending keeps what the buffer held.
+			prefix := []byte("1\t")
+			if got := string(appendCopyText(prefix, in)); got != "1\t"+tt.want {
+				t.Errorf("appendCopyText to %q = %q, want %q", prefix, got, "1\t"+tt.want)
+			}
+			if string(in) != tt.in {
+				t.Errorf("input changed to %q", in)
+			}
+			if back := unescapeCopyText(t, tt.want); back != tt.in {
+				t.Errorf("COPY reads %q back as %q, want %q", tt.want, back, tt.in)
+			}
+		})
+	}
+}
+
+// TestAppendCopyTextEveryByte checks every byte value: the output never
+// holds a raw field or row separator and COPY reads the input back.
+func TestAppendCopyTextEveryByte(t *testing.T) {
+	var in []byte
+	for c := 1; c < 256; c++ { // text values never hold NUL
+		in = append(in, byte(c), 'x', byte(c))
+	}
+	out := string(appendCopyText(nil, in))
+	if strings.ContainsAny(out, "\t\n\r") {
+		t.Errorf("output holds a raw tab, newline or carriage return")
+	}
+	if back := unescapeCopyText(t, out); back != string(in) {
+		t.Errorf("round trip differs")
+	}
+	if out == `\N` {
+		t.Errorf("output reads as NULL")
+	}
+}
+
+// unescapeCopyText reads one field as COPY's text format does (the subset
+// of escapes appendCopyText writes, and no other).
+func unescapeCopyText(t *testing.T, s string) string {
+	t.Helper()
+	if s == `\N` {
+		t.Fatalf("field %q is NULL", s)
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '\t', '\n', '\r':
+			t.Fatalf("raw separator %q at %d in %q", c, i, s)
+		case '\\':
+			i++
+			if i == len(s) {
+				t.Fatalf("trailing backslash in %q", s)
+			}
+			switch s[i] {
+			case '\\':
+				b.WriteByte('\\')
+			case 't':
+				b.WriteByte('\t')
+			case 'n':
+				b.WriteByte('\n')
+			case 'r':
+				b.WriteByte('\r')
+			default:
+				t.Fatalf("unexpected escape \\%c in %q", s[i], s)
+			}
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}

@@ -1,0 +1,194 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/decant/decant/integration/harness"
+)
+
+// secret is a value that must never appear in decant's output.
+const secret = "SECRET-VALUE-7f3a"
+
+// oneLineError checks decant's stderr: exactly one line, prefixed, without
+// panics, stack traces or row values, containing every want.
+func oneLineError(t testing.TB, what, stderr string, want ...string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	last := lines[len(lines)-1]
+	if !strings.HasPrefix(last, "decant: error: ") {
+		t.Errorf("%s: last line is not a decant error: %q", what, stderr)
+	}
+	for _, w := range want {
+		if !strings.Contains(last, w) {
+			t.Errorf("%s: error lacks %q: %s", what, w, last)
+		}
+	}
+	t.Logf("%s: %s", what, last)
+	for _, bad := range []string{"panic", "goroutine ", secret} {
+		if strings.Contains(stderr, bad) {
+			t.Errorf("%s: output contains %q:\n%s", what, bad, stderr)
+		}
+	}
+}
+
+// TestInitRefusals: init lists what is wrong before creating anything.
+func TestInitRefusals(t *testing.T) {
+	p := newPair(t)
+	psql(t, p.src, `CREATE TABLE present (id integer PRIMARY KEY, extra text);
+		CREATE TABLE absent1 (id integer PRIMARY KEY); CREATE TABLE absent2 (id integer PRIMARY KEY);
+		CREATE TABLE nokey (v text);`)
+	psql(t, p.tgt, `CREATE TABLE present (id integer PRIMARY KEY); CREATE TABLE nokey (v text);`)
+
+	_, errOut, code := p.decant("init", "--tables", "public.absent*,public.present")
+	if code != 1 {
+		t.Errorf("init with missing tables: exit %d", code)
+	}
+	oneLineError(t, "missing tables", errOut, "public.absent1", "public.absent2", "create them on the target")
+
+	_, errOut, code = p.decant("init", "--tables", "public.present")
+	if code != 1 {
+		t.Errorf("init with a missing column: exit %d", code)
+	}
+	oneLineError(t, "missing column", errOut, "extra", "public.present")
+
+	_, errOut, code = p.decant("init", "--tables", "public.nokey")
+	if code != 1 {
+		t.Errorf("init with a keyless table without REPLICA IDENTITY FULL: exit %d", code)
+	}
+	oneLineError(t, "no identity", errOut, "public.nokey", "REPLICA IDENTITY FULL")
+
+	_, errOut, code = p.decant("init", "--tables", "public.nothing_matches*")
+	if code != 1 {
+		t.Errorf("init with no matching table: exit %d", code)
+	}
+	oneLineError(t, "no tables", errOut, "no source table matches")
+
+	for _, q := range []string{
+		`SELECT count(*)::text FROM pg_replication_slots WHERE slot_name = '` + p.name + `'`,
+		`SELECT count(*)::text FROM pg_publication WHERE pubname = '` + p.name + `'`,
+	} {
+		if n := queryValue(t, p.src, q); n != "0" {
+			t.Errorf("a refused init left something behind: %s = %s", q, n)
+		}
+	}
+}
+
+// TestSourceSettings: a source without wal_level = logical, and a user
+// without REPLICATION, are refused with the fix.
+func TestSourceSettings(t *testing.T) {
+	replica := harness.PostgresT(t, harness.PostgresOptions{Settings: map[string]string{"wal_level": "replica"}})
+	if err := replica.CreateDatabase(t.Context(), "src"); err != nil {
+		t.Fatal(err)
+	}
+	p := newPair(t)
+	p.src = replica.DSN("src")
+	psql(t, p.src, `CREATE TABLE t (id integer PRIMARY KEY);`)
+	psql(t, p.tgt, `CREATE TABLE t (id integer PRIMARY KEY);`)
+	_, errOut, code := p.decant("init")
+	if code != 1 {
+		t.Errorf("init on wal_level=replica: exit %d", code)
+	}
+	oneLineError(t, "wal_level", errOut, "wal_level", "logical", "restart")
+
+	p2 := newPair(t)
+	psql(t, p2.src, `CREATE TABLE t (id integer PRIMARY KEY); CREATE ROLE plain LOGIN; GRANT SELECT ON t TO plain;`)
+	psql(t, p2.tgt, `CREATE TABLE t (id integer PRIMARY KEY);`)
+	p2.src = strings.Replace(p2.src, "postgres@", "plain@", 1)
+	_, errOut, code = p2.decant("init")
+	if code != 1 {
+		t.Errorf("init as a user without REPLICATION: exit %d", code)
+	}
+	oneLineError(t, "replication privilege", errOut, "REPLICATION", "plain")
+}
+
+// TestApplyFailure: a target constraint the source does not have rejects a
+// row. decant stops with the position, xid and table, without the row's
+// values, acknowledges nothing past the last good transaction, and resumes
+// from there once the target is fixed.
+func TestApplyFailure(t *testing.T) {
+	p := newPair(t)
+	psql(t, p.src, `CREATE TABLE items (id integer PRIMARY KEY, code text);`)
+	psql(t, p.tgt, `CREATE TABLE items (id integer PRIMARY KEY, code text CHECK (code NOT LIKE 'SECRET%'));`)
+	p.mustDecant("init")
+	psql(t, p.src, `INSERT INTO items VALUES (1, 'good');`)
+	p.mustDecant("run", "--catch-up")
+	good := p.checkpointEnd()
+	xid := queryValue(t, p.src, `INSERT INTO items VALUES (2, '`+secret+`') RETURNING pg_current_xact_id()::text`)
+	psql(t, p.src, `INSERT INTO items VALUES (3, 'after');`)
+
+	_, errOut, code := p.decant("run")
+	if code != 1 {
+		t.Fatalf("run over a rejected row: exit %d\n%s", code, errOut)
+	}
+	oneLineError(t, "check violation", errOut, "xid "+xid, "public.items", "check constraint", "commit ")
+	if got := p.checkpointEnd(); got != good {
+		t.Errorf("checkpoint moved from %s to %s past a failed transaction", good, got)
+	}
+	confirmed := queryValue(t, p.src, `SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = '`+p.name+`'`)
+	if confirmed != good {
+		t.Errorf("source was told %s is flushed; the last applied position is %s", confirmed, good)
+	}
+	if n := queryValue(t, p.tgt, `SELECT count(*)::text FROM items`); n != "1" {
+		t.Errorf("target has %s rows; nothing after the failure may land", n)
+	}
+
+	psql(t, p.tgt, `ALTER TABLE items DROP CONSTRAINT items_code_check;`)
+	p.catchUp()
+}
+
+// TestTargetProblems: a value too long for the target column, a table
+// dropped from the target, a target user who cannot set
+// session_replication_role, and a slot held by another run.
+func TestTargetProblems(t *testing.T) {
+	p := newPair(t)
+	p.both(`CREATE TABLE keep (id integer PRIMARY KEY);`)
+	psql(t, p.src, `CREATE TABLE narrow (id integer PRIMARY KEY, v text);`)
+	psql(t, p.tgt, `CREATE TABLE narrow (id integer PRIMARY KEY, v varchar(5));
+		CREATE ROLE plain LOGIN; GRANT ALL ON ALL TABLES IN SCHEMA public TO plain;`)
+	p.mustDecant("init")
+
+	psql(t, p.src, `INSERT INTO narrow VALUES (1, '`+secret+`');`)
+	_, errOut, code := p.decant("run", "--catch-up")
+	if code != 1 {
+		t.Errorf("value too long: exit %d", code)
+	}
+	oneLineError(t, "too long", errOut, "public.narrow", "too long", "22001")
+	psql(t, p.tgt, `ALTER TABLE narrow ALTER v TYPE text;`)
+	p.mustDecant("run", "--catch-up")
+
+	psql(t, p.tgt, `DROP TABLE keep;`)
+	psql(t, p.src, `INSERT INTO keep VALUES (1);`)
+	_, errOut, code = p.decant("run", "--catch-up")
+	if code != 1 {
+		t.Errorf("dropped target table: exit %d", code)
+	}
+	oneLineError(t, "missing table", errOut, "public.keep", "does not exist", "create it on the target")
+	psql(t, p.tgt, `CREATE TABLE keep (id integer PRIMARY KEY);`)
+	p.mustDecant("run", "--catch-up")
+
+	plain := *p
+	plain.tgt = strings.Replace(p.tgt, "postgres@", "plain@", 1)
+	_, errOut, code = plain.decant("run", "--catch-up")
+	if code != 1 {
+		t.Errorf("non-superuser target: exit %d", code)
+	}
+	oneLineError(t, "permission", errOut, "session_replication_role", "superuser")
+
+	a := p.start()
+	waitFor(t, 30*time.Second, func() bool {
+		return queryValue(t, p.src, `SELECT active::text FROM pg_replication_slots WHERE slot_name = '`+p.name+`'`) == "true"
+	})
+	start := time.Now()
+	_, errOut, code = p.decant("run", "--slot-wait", "2s")
+	if code != 1 {
+		t.Errorf("second run on an active slot: exit %d", code)
+	}
+	oneLineError(t, "slot in use", errOut, "is active", "stop the other run")
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("second run took %s to give up", d)
+	}
+	a.stop(t)
+	p.assertEqual()
+}
