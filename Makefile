@@ -1,0 +1,46 @@
+# decant: two commands on a fresh machine: `make demo` and `make test`.
+# Both install missing system packages first (make deps).
+
+GO      ?= go
+BIN     := bin/decant
+TARGET  ?= postgres
+
+.PHONY: all build deps test unit integration demo bench fuzz vet clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/decant
+
+# deps installs the database servers the tests and the demo start
+# (throwaway instances; the system services are never touched).
+deps:
+	@scripts/deps.sh
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+
+# test runs every test: unit tests, then the integration suite on real
+# PostgreSQL and MariaDB servers that the harness starts and stops.
+test: deps vet
+	$(GO) test -count=1 -timeout 14m ./...
+
+unit:
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /integration)
+
+integration: deps
+	$(GO) test -count=1 -timeout 14m ./integration/...
+
+demo: deps
+	$(GO) run ./integration/demo -target $(TARGET)
+
+bench: deps
+	$(GO) run ./integration/bench
+
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./source/pgoutput/
+
+clean:
+	rm -rf bin
