@@ -193,7 +193,7 @@ func TestReconnectResumesFromCheckpoint(t *testing.T) {
 	src := &fakeSource{
 		server: source.Server{SystemID: "sys", WALEnd: 0x308},
 		sessions: []script{
-			{chunks: txn(1, 0x100, 1), end: io.ErrUnexpectedEOF},       // connection lost after one txn
+			{chunks: txn(1, 0x100, 1), end: io.ErrUnexpectedEOF},           // connection lost after one txn
 			{chunks: chunks(txn(1, 0x100, 1), txn(2, 0x300, 1)), end: nil}, // replayed from the checkpoint
 		},
 	}
