@@ -192,3 +192,24 @@ func TestTargetProblems(t *testing.T) {
 	a.stop(t)
 	p.assertEqual()
 }
+
+// TestOtherSource: the checkpoint remembers which source cluster it came
+// from; pointing the pipeline at another server is refused.
+func TestOtherSource(t *testing.T) {
+	p := newPair(t)
+	p.both(`CREATE TABLE t (id integer PRIMARY KEY);`)
+	p.mustDecant("init")
+	// The shared clusters are copies of one template and share a system
+	// identifier; a fresh initdb gets its own.
+	fresh := harness.PostgresT(t, harness.PostgresOptions{Fresh: true})
+	if err := fresh.CreateDatabase(t.Context(), "src"); err != nil {
+		t.Fatal(err)
+	}
+	other := *p
+	other.src = fresh.DSN("src")
+	_, errOut, code := other.decant("run", "--catch-up")
+	if code != 1 {
+		t.Errorf("run against another source: exit %d", code)
+	}
+	oneLineError(t, "other source", errOut, "different source server", "system identifier")
+}

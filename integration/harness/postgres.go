@@ -29,6 +29,10 @@ type Postgres struct {
 // PostgresOptions configures StartPostgres.
 type PostgresOptions struct {
 	Settings map[string]string // extra postgresql.conf settings, e.g. "wal_level": "replica" to test a misconfigured source
+	// Fresh runs initdb for this cluster instead of copying the cached
+	// template. Copies share the template's system identifier; a fresh
+	// cluster has its own, as two real servers do.
+	Fresh bool
 }
 
 var reapPostgres sync.Once
@@ -49,6 +53,9 @@ func StartPostgres(ctx context.Context, opts PostgresOptions) (*Postgres, error)
 		return nil, err
 	}
 	p := &Postgres{Dir: filepath.Join(root, "data"), root: root}
+	if opts.Fresh {
+		tmpl = ""
+	}
 	if err := p.setup(tmpl); err != nil {
 		p.Remove()
 		return nil, err
@@ -84,23 +91,31 @@ func postgresTemplate() (string, error) {
 	if err := checkHost("postgres"); err != nil {
 		return "", err
 	}
-	args := []string{"-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8"}
-	key := binaryKey(pgBin+"postgres") + " " + strings.Join(args, " ")
-	return cachedTemplate("pg15", key, func(dir string) error {
-		if err := mkdirOwned(dir, 0o700, "postgres"); err != nil {
-			return err
-		}
-		cmd := asPostgres(context.Background(), pgBin+"initdb", append(args, "-D", dir)...)
-		cmd.Dir = filepath.Dir(dir)
-		_, err := run("initdb", cmd)
-		return err
-	})
+	key := binaryKey(pgBin+"postgres") + " " + strings.Join(initdbArgs, " ")
+	return cachedTemplate("pg15", key, initdb)
 }
 
-// setup copies the template and makes postgresql.conf include decant.conf,
-// which writeConf owns.
+var initdbArgs = []string{"-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8"}
+
+// initdb creates a new cluster in dir.
+func initdb(dir string) error {
+	if err := mkdirOwned(dir, 0o700, "postgres"); err != nil {
+		return err
+	}
+	cmd := asPostgres(context.Background(), pgBin+"initdb", append(initdbArgs, "-D", dir)...)
+	cmd.Dir = filepath.Dir(dir)
+	_, err := run("initdb", cmd)
+	return err
+}
+
+// setup copies the template (or, without one, runs initdb) and makes
+// postgresql.conf include decant.conf, which writeConf owns.
 func (p *Postgres) setup(tmpl string) error {
-	if err := copyTree(tmpl, p.Dir); err != nil {
+	create := func() error { return copyTree(tmpl, p.Dir) }
+	if tmpl == "" {
+		create = func() error { return initdb(p.Dir) }
+	}
+	if err := create(); err != nil {
 		return err
 	}
 	if err := mkdirOwned(filepath.Join(p.root, "sock"), 0o755, "postgres"); err != nil {
