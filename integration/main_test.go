@@ -7,8 +7,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -34,10 +32,8 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	decantBin = filepath.Join(dir, "decant")
-	build := exec.CommandContext(ctx, "go", "build", "-o", decantBin, "../cmd/decant")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build decant: %v\n%s", err, out)
+	if decantBin, err = harness.BuildDecant(ctx, dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	if sourcePG, err = harness.StartPostgres(ctx, harness.PostgresOptions{}); err != nil {

@@ -64,78 +64,67 @@ func TestCommitOrder(t *testing.T) {
 // TestSourceRestart restarts the source server while decant streams and
 // a workload runs; decant reconnects and loses nothing.
 func TestSourceRestart(t *testing.T) {
-	p := newPair(t)
-	p.both(mixedSchema)
-	p.mustDecant("init")
-	a := p.start()
-	if _, err := workload(t, p.src, 2, 150); err != nil {
-		t.Fatal(err)
-	}
-	if err := sourcePG.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	if err := sourcePG.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := workload(t, p.src, 2, 150); err != nil {
-		t.Fatal(err)
-	}
-	xid := finalMarker(t, p.src)
-	waitFor(t, 60*time.Second, func() bool { return p.checkpointXid() == xid })
-	a.stop(t)
-	if !strings.Contains(a.stderr.String(), "resuming from the checkpoint") {
-		t.Errorf("decant did not report the reconnect:\n%s", a.stderr.String())
-	}
-	p.assertEqual()
+	disrupted(t, 1, func(*pair) {
+		if err := sourcePG.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		if err := sourcePG.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // TestWalsenderTerminated kills decant's walsender on the source with
 // pg_terminate_backend, twice; decant reconnects and loses nothing.
 func TestWalsenderTerminated(t *testing.T) {
-	p := newPair(t)
-	p.both(mixedSchema)
-	p.mustDecant("init")
-	a := p.start()
-	for round := 0; round < 2; round++ {
+	disrupted(t, 2, func(p *pair) {
+		slot := `FROM pg_replication_slots WHERE slot_name = '` + p.name + `'`
+		waitFor(t, 30*time.Second, func() bool { return queryValue(t, p.src, `SELECT active::text `+slot) == "true" })
+		psql(t, p.src, `SELECT pg_terminate_backend(active_pid) `+slot)
+	})
+}
+
+// TestTargetRestart crashes the target server mid-stream and writes on the
+// source while it is down: the open target transaction is lost, decant
+// reconnects and applies everything once.
+func TestTargetRestart(t *testing.T) {
+	disrupted(t, 1, func(p *pair) {
+		if err := targetPG.Crash(); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := workload(t, p.src, 2, 100); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 30*time.Second, func() bool {
-			return queryValue(t, p.src, `SELECT active::text FROM pg_replication_slots WHERE slot_name = '`+p.name+`'`) == "true"
-		})
-		psql(t, p.src, `SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = '`+p.name+`'`)
-	}
-	xid := finalMarker(t, p.src)
-	waitFor(t, 60*time.Second, func() bool { return p.checkpointXid() == xid })
-	a.stop(t)
-	if n := strings.Count(a.stderr.String(), "resuming from the checkpoint"); n < 2 {
-		t.Errorf("decant reported %d reconnects, want 2:\n%s", n, a.stderr.String())
-	}
-	p.assertEqual()
+		if err := targetPG.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
-// TestTargetRestart crashes the target server mid-stream: the open target
-// transaction is lost, decant reconnects and re-applies it once.
-func TestTargetRestart(t *testing.T) {
+// disrupted runs a mixed workload while decant streams and calls disrupt
+// after each of rounds parts of it. decant must report every disruption as
+// a reconnect, apply the last transaction and leave target = source.
+func disrupted(t *testing.T, rounds int, disrupt func(*pair)) {
+	t.Helper()
 	p := newPair(t)
 	p.both(mixedSchema)
 	p.mustDecant("init")
 	a := p.start()
-	if _, err := workload(t, p.src, 2, 150); err != nil {
-		t.Fatal(err)
-	}
-	if err := targetPG.Crash(); err != nil {
-		t.Fatal(err)
+	for i := 0; i < rounds; i++ {
+		if _, err := workload(t, p.src, 2, 150); err != nil {
+			t.Fatal(err)
+		}
+		disrupt(p)
 	}
 	if _, err := workload(t, p.src, 2, 100); err != nil {
-		t.Fatal(err)
-	}
-	if err := targetPG.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	xid := finalMarker(t, p.src)
 	waitFor(t, 90*time.Second, func() bool { return p.checkpointXid() == xid })
 	a.stop(t)
+	if n := strings.Count(a.stderr.String(), "resuming from the checkpoint"); n < rounds {
+		t.Errorf("decant reported %d reconnects, want %d:\n%s", n, rounds, a.stderr.String())
+	}
 	p.assertEqual()
 }
 

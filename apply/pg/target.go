@@ -69,20 +69,7 @@ func New(cfg Config) (*Target, error) {
 
 // Connect opens a target session with decant's settings.
 func Connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
-	pc, err := pgoutput.ParseDSN(dsn)
-	if err != nil {
-		return nil, fmt.Errorf("target: %w", err)
-	}
-	cfg, err := pgx.ParseConfig("")
-	if err != nil {
-		return nil, err
-	}
-	cfg.Config = *pc
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("connect to target %s:%d: %w", pc.Host, pc.Port, err)
-	}
-	return conn, nil
+	return pgoutput.ConnectAs(ctx, "target", dsn)
 }
 
 // Open connects if needed and reads the checkpoint.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,9 +10,11 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/decant/decant/apply/pg"
 	"github.com/decant/decant/source"
 	"github.com/decant/decant/source/pgoutput"
 )
@@ -152,4 +155,16 @@ func (c *config) validate() error {
 		return usagef("invalid --log-level %q: use debug, info, warn or error", c.LogLevel)
 	}
 	return nil
+}
+
+// connectBoth opens SQL sessions on the source and the target.
+func connectBoth(ctx context.Context, c config) (src, tgt *pgx.Conn, err error) {
+	if src, err = pgoutput.Connect(ctx, c.Source); err != nil {
+		return nil, nil, err
+	}
+	if tgt, err = pg.Connect(ctx, c.Target); err != nil {
+		src.Close(ctx)
+		return nil, nil, err
+	}
+	return src, tgt, nil
 }

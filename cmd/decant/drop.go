@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/decant/decant/apply/pg"
 	"github.com/decant/decant/checkpoint"
 	"github.com/decant/decant/source/pgoutput"
 )
@@ -25,15 +24,11 @@ func dropCmd() *cobra.Command {
 				return usagef("drop removes slot, publication and checkpoint of pipeline %s; add --yes to confirm", c.Pipeline)
 			}
 			ctx := cmd.Context()
-			src, err := pgoutput.Connect(ctx, c.Source)
+			src, tgt, err := connectBoth(ctx, c)
 			if err != nil {
 				return err
 			}
 			defer src.Close(ctx)
-			tgt, err := pg.Connect(ctx, c.Target)
-			if err != nil {
-				return err
-			}
 			defer tgt.Close(ctx)
 
 			slot, err := pgoutput.DropSlot(ctx, src, c.Pipeline)

@@ -41,15 +41,11 @@ updates the publication).`,
 }
 
 func initPipeline(ctx context.Context, c config, log *slog.Logger) error {
-	src, err := pgoutput.Connect(ctx, c.Source)
+	src, tgt, err := connectBoth(ctx, c)
 	if err != nil {
 		return err
 	}
 	defer src.Close(ctx)
-	tgt, err := pg.Connect(ctx, c.Target)
-	if err != nil {
-		return err
-	}
 	defer tgt.Close(ctx)
 
 	if err := pgoutput.CheckServer(ctx, src, c.Pipeline); err != nil {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/decant/decant/apply/pg"
 	"github.com/decant/decant/checkpoint"
 	"github.com/decant/decant/source/pgoutput"
 )
@@ -80,15 +79,11 @@ type checkpointStatus struct {
 // written.
 func readStatus(ctx context.Context, c config) (status, error) {
 	st := status{Pipeline: c.Pipeline}
-	src, err := pgoutput.Connect(ctx, c.Source)
+	src, tgt, err := connectBoth(ctx, c)
 	if err != nil {
 		return st, err
 	}
 	defer src.Close(ctx)
-	tgt, err := pg.Connect(ctx, c.Target)
-	if err != nil {
-		return st, err
-	}
 	defer tgt.Close(ctx)
 
 	s, err := pgoutput.ReadSlot(ctx, src, c.Pipeline)

@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -84,9 +83,9 @@ func run(ctx context.Context, rows int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "decant")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/decant").CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %v\n%s", err, out)
+	bin, err := harness.BuildDecant(ctx, dir)
+	if err != nil {
+		return err
 	}
 	settings := map[string]string{"shared_buffers": "512MB", "max_wal_size": "4GB", "checkpoint_timeout": "30min"}
 	src, err := harness.StartPostgres(ctx, harness.PostgresOptions{Settings: settings})

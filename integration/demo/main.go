@@ -59,9 +59,9 @@ func run(ctx context.Context, target string, duration time.Duration) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "decant")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/decant").CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %v\n%s", err, out)
+	bin, err := harness.BuildDecant(ctx, dir)
+	if err != nil {
+		return err
 	}
 
 	step("starting a throwaway PostgreSQL 15 source and target")

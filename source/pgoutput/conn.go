@@ -84,9 +84,15 @@ func connectReplication(ctx context.Context, dsn string) (*pgconn.PgConn, error)
 
 // Connect opens an ordinary SQL session on the source.
 func Connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
+	return ConnectAs(ctx, "source", dsn)
+}
+
+// ConnectAs opens an SQL session with decant's session settings; role
+// ("source", "target") names the server in errors.
+func ConnectAs(ctx context.Context, role, dsn string) (*pgx.Conn, error) {
 	pc, err := ParseDSN(dsn)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", role, err)
 	}
 	cfg, err := pgx.ParseConfig("")
 	if err != nil {
@@ -95,7 +101,7 @@ func Connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
 	cfg.Config = *pc
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect to source %s:%d: %w", pc.Host, pc.Port, err)
+		return nil, fmt.Errorf("connect to %s %s:%d: %w", role, pc.Host, pc.Port, err)
 	}
 	return conn, nil
 }
