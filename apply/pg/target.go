@@ -131,8 +131,7 @@ func (t *Target) Apply(ctx context.Context, txn *source.Txn, changes []source.Ch
 			return &apply.Error{Op: c.Op.String(), Table: c.Rel.Table(), Xid: txn.Xid, Commit: txn.Commit, Err: err}
 		}
 	}
-	// An insert run never spans transactions, so a failure names its own.
-	return t.endRun(ctx)
+	return nil
 }
 
 func (t *Target) change(ctx context.Context, txn *source.Txn, c *source.Change) error {
@@ -147,7 +146,9 @@ func (t *Target) change(ctx context.Context, txn *source.Txn, c *source.Change) 
 		return err
 	}
 	if c.Op == source.OpInsert {
-		if t.run.plan != p {
+		// A run spans the chunks of one transaction but never two
+		// transactions, so a failing COPY names its own.
+		if t.run.plan != p || t.run.txn != txn {
 			if err := t.endRun(ctx); err != nil {
 				return err
 			}
