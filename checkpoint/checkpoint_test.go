@@ -1,0 +1,53 @@
+package checkpoint
+
+import (
+	"testing"
+	"time"
+
+	"github.com/decant/decant/source"
+)
+
+func TestApplied(t *testing.T) {
+	// Fresh row at a consistent point of 0/100: a commit exactly there is
+	// new work.
+	r := Row{Commit: 0x100, End: 0x100}
+	for commit, want := range map[source.LSN]bool{0xFF: true, 0x100: false, 0x101: false} {
+		if got := r.Applied(commit); got != want {
+			t.Errorf("fresh row: Applied(%s) = %v, want %v", commit, got, want)
+		}
+	}
+	// After a transaction committed at 0/200 and ending at 0/228, it and
+	// everything before it count as applied, the next commit does not.
+	r = r.After(&source.Txn{Xid: 9, Commit: 0x200, CommitTime: time.Unix(1, 0)}, 0x228)
+	if r.Commit != 0x200 || r.End != 0x228 || r.Xid != 9 {
+		t.Fatalf("After: %+v", r)
+	}
+	for commit, want := range map[source.LSN]bool{0x200: true, 0x227: true, 0x228: false} {
+		if got := r.Applied(commit); got != want {
+			t.Errorf("after 0/200: Applied(%s) = %v, want %v", commit, got, want)
+		}
+	}
+	// An idle advance may have moved End past a later commit's end: After
+	// never moves End backwards.
+	r.End = 0x500
+	if r = r.After(&source.Txn{Commit: 0x300}, 0x328); r.End != 0x500 {
+		t.Errorf("After moved End back to %s", r.End)
+	}
+}
+
+func TestPGAdvanceArgs(t *testing.T) {
+	r := Row{Pipeline: "p", Commit: 0x1_0000_00A0, End: 0x1_0000_00C8, Xid: 42,
+		CommitTime: time.Date(2024, 5, 6, 7, 8, 9, 123456000, time.FixedZone("x", 3600))}
+	got := r.PGAdvanceArgs()
+	want := []string{"p", "1/A0", "1/C8", "42", "2024-05-06 06:08:09.123456Z"}
+	for i := range want {
+		if string(got[i]) != want[i] {
+			t.Errorf("arg %d = %q, want %q", i+1, got[i], want[i])
+		}
+	}
+	// Before the first transaction xid and commit time are NULL.
+	got = Row{Pipeline: "p", End: 5}.PGAdvanceArgs()
+	if got[3] != nil || got[4] != nil {
+		t.Errorf("xid and commit time should be NULL, got %q %q", got[3], got[4])
+	}
+}
