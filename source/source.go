@@ -52,6 +52,7 @@ type Column struct {
 	Type    uint32 // type OID on the source
 	TypeMod int32  // atttypmod, -1 when none
 	Key     bool   // part of the replica identity
+	Info    *Type  // set by the reader for user-defined types; nil for built-ins
 }
 
 // Relation is a source table as announced by the stream. A Relation value is

@@ -1,0 +1,72 @@
+package source
+
+// TypeKind is what sort of type a column has.
+type TypeKind uint8
+
+const (
+	KindBase       TypeKind = iota // a built-in scalar type
+	KindEnum                       // Labels holds the values
+	KindDomain                     // Base (with BaseMod) is the underlying type
+	KindComposite                  // Fields holds the attributes
+	KindArray                      // Elem is the element type
+	KindRange                      // Elem is the subtype
+	KindMultirange                 // Elem is the subtype
+)
+
+// Type describes a column's type well enough to map it to another
+// database. Built-in types are known by OID alone (mapping has their
+// table); readers fill a Type for user-defined ones, which the stream only
+// names by OID.
+type Type struct {
+	OID     uint32
+	Name    string // schema-qualified unless in pg_catalog: "int4", "public.mood"
+	Kind    TypeKind
+	Elem    *Type
+	Base    *Type
+	BaseMod int32
+	Labels  []string
+	Fields  []Field
+}
+
+// Field is one attribute of a composite type.
+type Field struct {
+	Name    string
+	Type    *Type
+	TypeMod int32
+}
+
+// TableDef is a source table's definition, read from the source catalog,
+// from which a target table can be created.
+type TableDef struct {
+	Name    TableName
+	Columns []ColumnDef
+	// PrimaryKey lists column names in key order; empty without one.
+	PrimaryKey []string
+	Uniques    []IndexDef // unique constraints and unique indexes
+	Indexes    []IndexDef // other plain indexes
+}
+
+// ColumnDef is one column of a TableDef.
+type ColumnDef struct {
+	Name    string
+	Type    uint32 // OID
+	TypeMod int32
+	Info    *Type  // set for user-defined types
+	SQLType string // the source's own spelling: format_type(atttypid, atttypmod)
+	NotNull bool
+	// Default is the default expression as the source prints it; "" for
+	// none. Identity and serial columns have Identity set instead.
+	Default string
+	// Identity is 'a' (ALWAYS), 'd' (BY DEFAULT, also serial/bigserial) or 0.
+	Identity byte
+	// Generated is the expression of a stored generated column; "" else.
+	Generated string
+}
+
+// IndexDef is an index over plain columns. Expression and partial indexes
+// have Expr set to their definition and no Columns.
+type IndexDef struct {
+	Name    string
+	Columns []string
+	Expr    string
+}
