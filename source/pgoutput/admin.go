@@ -277,23 +277,54 @@ func wrapErr(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// Columns reads a source table's columns as pgoutput will announce them:
-// in attribute order, without dropped and generated columns.
-func Columns(ctx context.Context, conn *pgx.Conn, t source.TableName) ([]source.Column, error) {
-	rows, err := conn.Query(ctx, `SELECT a.attname, a.atttypid, a.atttypmod
+// Relation describes a selected source table as pgoutput will announce it:
+// columns in attribute order without dropped and generated ones, each
+// marked Key when it belongs to the replica identity (the primary key, the
+// replica identity index, or every column for FULL).
+func Relation(ctx context.Context, conn *pgx.Conn, t Table) (*source.Relation, error) {
+	rows, err := conn.Query(ctx, `SELECT a.attname, a.atttypid, a.atttypmod,
+			c.relreplident = 'f' OR EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND a.attnum = ANY (i.indkey)
+				AND CASE c.relreplident WHEN 'i' THEN i.indisreplident WHEN 'd' THEN i.indisprimary ELSE false END)
 		FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
-		ORDER BY a.attnum`, t.Schema, t.Name)
+		ORDER BY a.attnum`, t.Name.Schema, t.Name.Name)
 	if err != nil {
-		return nil, fmt.Errorf("read columns of source table %s: %w", t, err)
+		return nil, fmt.Errorf("read columns of source table %s: %w", t.Name, err)
 	}
-	var cols []source.Column
+	rel := &source.Relation{Schema: t.Name.Schema, Name: t.Name.Name, Identity: t.Identity}
 	for rows.Next() {
 		var c source.Column
-		if err := rows.Scan(&c.Name, &c.Type, &c.TypeMod); err != nil {
-			return nil, fmt.Errorf("read columns of source table %s: %w", t, err)
+		if err := rows.Scan(&c.Name, &c.Type, &c.TypeMod, &c.Key); err != nil {
+			return nil, fmt.Errorf("read columns of source table %s: %w", t.Name, err)
 		}
-		cols = append(cols, c)
+		rel.Columns = append(rel.Columns, c)
 	}
-	return cols, wrapErr("read columns of source table "+t.String(), rows.Err())
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read columns of source table %s: %w", t.Name, err)
+	}
+	return rel, describeUserTypes(ctx, conn, rel)
+}
+
+// describeUserTypes sets Info on the columns of user-defined types, which
+// a target of another kind needs to map (enum labels, composite fields).
+func describeUserTypes(ctx context.Context, conn *pgx.Conn, rel *source.Relation) error {
+	var oids []uint32
+	for _, c := range rel.Columns {
+		if c.Type >= firstNormalOID {
+			oids = append(oids, c.Type)
+		}
+	}
+	if len(oids) == 0 {
+		return nil
+	}
+	types, err := ResolveTypes(ctx, conn, oids)
+	if err != nil {
+		return fmt.Errorf("describe types of source table %s: %w", rel.Table(), err)
+	}
+	for i := range rel.Columns {
+		if c := &rel.Columns[i]; c.Type >= firstNormalOID {
+			c.Info = types[c.Type]
+		}
+	}
+	return nil
 }

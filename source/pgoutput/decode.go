@@ -26,10 +26,11 @@ var ErrMalformed = errors.New("malformed pgoutput message")
 type EventKind uint8
 
 const (
-	EventNone   EventKind = iota // bookkeeping only (relation, type, origin)
-	EventBegin                   // Event.Txn starts
-	EventChange                  // Event.Change belongs to the open transaction
-	EventCommit                  // the open transaction ends; Event.End is its end position
+	EventNone     EventKind = iota // bookkeeping only (relation, type, origin)
+	EventBegin                     // Event.Txn starts
+	EventChange                    // Event.Change belongs to the open transaction
+	EventCommit                    // the open transaction ends; Event.End is its end position
+	EventRelation                  // a table's shape was announced; Event.Rel is the new Relation
 )
 
 // Event is one decoded message.
@@ -38,6 +39,7 @@ type Event struct {
 	Txn    *source.Txn
 	Change source.Change
 	End    source.LSN
+	Rel    *source.Relation
 }
 
 // Decoder turns pgoutput messages into Events. It is a pure state machine:
@@ -81,8 +83,7 @@ func (d *Decoder) Decode(data []byte) (ev Event, err error) {
 		d.txn.Origin = m.Name
 		return Event{}, nil
 	case *pglogrepl.RelationMessage:
-		d.relation(m)
-		return Event{}, nil
+		return Event{Kind: EventRelation, Rel: d.relation(m)}, nil
 	case *pglogrepl.TypeMessage:
 		d.types[m.DataType] = m.Namespace + "." + m.Name
 		return Event{}, nil
@@ -147,7 +148,7 @@ func (d *Decoder) commit(m *pglogrepl.CommitMessage) (Event, error) {
 	return Event{Kind: EventCommit, Txn: txn, End: source.LSN(m.TransactionEndLSN)}, nil
 }
 
-func (d *Decoder) relation(m *pglogrepl.RelationMessage) {
+func (d *Decoder) relation(m *pglogrepl.RelationMessage) *source.Relation {
 	rel := &source.Relation{
 		ID:       m.RelationID,
 		Schema:   m.Namespace,
@@ -159,6 +160,7 @@ func (d *Decoder) relation(m *pglogrepl.RelationMessage) {
 		rel.Columns[i] = source.Column{Name: c.Name, Type: c.DataType, TypeMod: c.TypeModifier, Key: c.Flags&1 != 0}
 	}
 	d.rels[m.RelationID] = rel
+	return rel
 }
 
 func (d *Decoder) change(op source.Op, relID uint32, old, new *pglogrepl.TupleData) (Event, error) {

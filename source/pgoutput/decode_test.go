@@ -362,8 +362,8 @@ func TestDecodeRelation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			d := NewDecoder()
 			ev := mustDecode(t, d, tt.msg)
-			if ev.Kind != EventNone {
-				t.Errorf("RELATION gave event kind %d", ev.Kind)
+			if ev.Kind != EventRelation || !reflect.DeepEqual(ev.Rel, tt.want) {
+				t.Errorf("RELATION gave event kind %d, Rel %+v", ev.Kind, ev.Rel)
 			}
 			mustDecode(t, d, beginTxn())
 			// TRUNCATE shows the cached relation whatever its columns.
@@ -616,7 +616,7 @@ func TestDecodeRelationCache(t *testing.T) {
 		relCol{flags: 1, name: "name", oid: 25, typmod: -1},
 		relCol{flags: 1, name: "comment", oid: 1043, typmod: 54},
 		relCol{flags: 1, name: "qty", oid: 21, typmod: -1}))
-	if ev.Kind != EventNone {
+	if ev.Kind != EventRelation {
 		t.Fatalf("RELATION gave event kind %d", ev.Kind)
 	}
 	after := mustDecode(t, d, insertMsg(ordersID, text("2"), text("b"), null, text("5"))).Change
@@ -918,11 +918,11 @@ func TestDecodeTransactionStream(t *testing.T) {
 	}{
 		{beginTxn(), EventBegin, 0},
 		{originMsg(0x99, "origin_a"), EventNone, 0},
-		{announceOrders(), EventNone, 0},
+		{announceOrders(), EventRelation, 0},
 		{typeMsg(90001, "public", "mood"), EventNone, 0},
 		{insertMsg(ordersID, text("1"), text("a"), null), EventChange, source.OpInsert},
 		{updateMsg(ordersID, 'K', []val{text("1"), null, null}, text("2"), text("a"), null), EventChange, source.OpUpdate},
-		{announceItems(), EventNone, 0},
+		{announceItems(), EventRelation, 0},
 		{deleteMsg(itemsID, 'O', text("s"), text("1")), EventChange, source.OpDelete},
 		{truncateMsg(2, ordersID, itemsID), EventChange, source.OpTruncate},
 		{commitTxn(), EventCommit, 0},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 
@@ -22,7 +23,12 @@ type Config struct {
 	// StatusInterval is the longest time between two standby status
 	// updates; 10 s when zero.
 	StatusInterval time.Duration
-	Logger         *slog.Logger
+	// DescribeTypes has the reader look up user-defined column types in the
+	// source catalog (on a second, ordinary connection) and set
+	// Column.Info, for targets that must map them (enum labels, composite
+	// fields). PostgreSQL targets take the values as they are and skip it.
+	DescribeTypes bool
+	Logger        *slog.Logger
 }
 
 // Validate checks the configuration without connecting.
@@ -129,6 +135,7 @@ func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<
 		ticker: time.NewTicker(r.cfg.StatusInterval),
 	}
 	defer s.ticker.Stop()
+	defer s.closeCatalog(ctx)
 	return s.run(ctx)
 }
 
@@ -177,6 +184,30 @@ type stream struct {
 	cur      source.Chunk // chunk being filled
 	curBytes int
 	reported source.LSN // last position sent to the source
+	catalog  *pgx.Conn  // for DescribeTypes, opened on first need
+}
+
+// describe sets Info on a new relation's user-defined column types.
+func (s *stream) describe(ctx context.Context, rel *source.Relation) error {
+	if !s.r.cfg.DescribeTypes {
+		return nil
+	}
+	if s.catalog == nil {
+		conn, err := Connect(ctx, s.r.cfg.DSN)
+		if err != nil {
+			return err
+		}
+		s.catalog = conn
+	}
+	return describeUserTypes(ctx, s.catalog, rel)
+}
+
+func (s *stream) closeCatalog(ctx context.Context) {
+	if s.catalog != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+		s.catalog.Close(cctx)
+		cancel()
+	}
 }
 
 func (s *stream) run(ctx context.Context) error {
@@ -259,6 +290,8 @@ func (s *stream) idleMark(end source.LSN) {
 
 func (s *stream) event(ctx context.Context, ev Event) error {
 	switch ev.Kind {
+	case EventRelation:
+		return s.describe(ctx, ev.Rel)
 	case EventBegin:
 		s.cur = source.Chunk{Txn: ev.Txn}
 		s.curBytes = 0
