@@ -13,10 +13,21 @@ import (
 // hold exactly the source's rows (a replayed insert into the keyless table
 // would show as a duplicate) and the checkpoint must name the last commit.
 func TestCrashRecovery(t *testing.T) {
-	p := newPair(t)
-	p.both(mixedSchema)
-	p.mustDecant("init")
+	t.Run("postgres", func(t *testing.T) {
+		p := newPair(t)
+		p.both(mixedSchema)
+		p.mustDecant("init")
+		crashTest(t, p)
+	})
+	t.Run("mariadb", func(t *testing.T) {
+		p := newMySQLPair(t)
+		psql(t, p.src, mixedSchema)
+		p.mustDecant("init", "--create-tables")
+		crashTest(t, p)
+	})
+}
 
+func crashTest(t *testing.T, p *pair) {
 	type result struct {
 		n   int64
 		err error

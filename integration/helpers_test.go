@@ -17,6 +17,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/decant/decant/mapping"
+	"github.com/decant/decant/source"
 )
 
 // pair is one test's source and target database and its pipeline name.
@@ -24,12 +27,27 @@ type pair struct {
 	t        testing.TB
 	name     string
 	src, tgt string // DSNs
+	mysql    bool   // the target is MariaDB
+	policy   mapping.Policy
+	extra    []string // arguments added to init and run
 }
 
 var (
 	dbNameRe = regexp.MustCompile(`[^a-z0-9_]+`)
 	pairSeq  atomic.Int64
 )
+
+// newMySQLPair creates a fresh source database and a MariaDB target
+// database for the test.
+func newMySQLPair(t testing.TB) *pair {
+	t.Helper()
+	p := newPair(t)
+	if err := targetMy.CreateDatabase(t.Context(), p.name); err != nil {
+		t.Fatal(err)
+	}
+	p.tgt, p.mysql = targetMy.DSN(p.name), true
+	return p
+}
 
 // newPair creates a fresh source and target database for the test.
 func newPair(t testing.TB) *pair {
@@ -118,6 +136,9 @@ func (p *pair) decant(args ...string) (stdout, stderr string, code int) {
 }
 
 func (p *pair) args(args ...string) []string {
+	if len(args) > 0 && (args[0] == "init" || args[0] == "run") {
+		args = append(args, p.extra...)
+	}
 	return append(args, "--source", p.src, "--target", p.tgt, "--pipeline", p.name)
 }
 
@@ -239,6 +260,10 @@ func rowTexts(t testing.TB, c *pgx.Conn, table string) []string {
 // assertEqual compares every source table with the target, row by row.
 func (p *pair) assertEqual() {
 	p.t.Helper()
+	if p.mysql {
+		p.assertEqualMySQL()
+		return
+	}
 	src, tgt := connect(p.t, p.src), connect(p.t, p.tgt)
 	names := tables(p.t, src)
 	if len(names) == 0 {
@@ -303,12 +328,22 @@ func sqlState(err error) string {
 // checkpointXid reads the xid of the last applied transaction.
 func (p *pair) checkpointXid() string {
 	p.t.Helper()
+	if p.mysql {
+		return p.myValue(`SELECT COALESCE(xid, '') FROM decant_checkpoint WHERE pipeline = '` + p.name + `'`)
+	}
 	return queryValue(p.t, p.tgt, fmt.Sprintf(`SELECT coalesce(xid::text, '') FROM decant.checkpoint WHERE pipeline = '%s'`, p.name))
 }
 
 // checkpointEnd reads the checkpoint's resume position (pg_lsn text).
 func (p *pair) checkpointEnd() string {
 	p.t.Helper()
+	if p.mysql {
+		n, err := strconv.ParseUint(p.myValue(`SELECT end_lsn FROM decant_checkpoint WHERE pipeline = '`+p.name+`'`), 10, 64)
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		return source.LSN(n).String()
+	}
 	return queryValue(p.t, p.tgt, fmt.Sprintf(`SELECT end_lsn::text FROM decant.checkpoint WHERE pipeline = '%s'`, p.name))
 }
 

@@ -17,6 +17,7 @@ var (
 	decantBin string
 	sourcePG  *harness.Postgres // shared source cluster; each test gets its own database
 	targetPG  *harness.Postgres // shared target cluster
+	targetMy  *harness.MariaDB  // shared MariaDB target
 )
 
 func TestMain(m *testing.M) {
@@ -46,9 +47,14 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer targetPG.Remove()
+	if targetMy, err = harness.StartMariaDB(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer targetMy.Remove()
 	code := m.Run()
 	if code != 0 {
-		fmt.Fprintf(os.Stderr, "source log:\n%s\ntarget log:\n%s\n", sourcePG.LogTail(40), targetPG.LogTail(40))
+		fmt.Fprintf(os.Stderr, "source log:\n%s\ntarget log:\n%s\nmariadb log:\n%s\n", sourcePG.LogTail(40), targetPG.LogTail(40), targetMy.LogTail(20))
 	}
 	return code
 }

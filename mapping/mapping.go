@@ -7,6 +7,7 @@ package mapping
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/decant/decant/source"
@@ -39,66 +40,79 @@ func (t *TargetTable) column(name string) (TargetColumn, bool) {
 }
 
 // Plan is how rows of one source relation are written to one target table.
-// It is compiled once per relation shape and reused for every row.
+// It is compiled once per relation shape and reused for every row. Column
+// indexes are the source relation's.
 type Plan struct {
 	Rel         *source.Relation
 	Target      source.TableName
 	Partitioned bool
-	// Key lists the source column indexes that identify a row in UPDATE and
-	// DELETE. With WholeRow set there is no key: a row is found by all its
-	// old values (NULL-safe), and one matching row is changed at a time, so
+	// Names holds the target column of each source column, "" for a column
+	// left out; Cols lists the written ones in source order.
+	Names []string
+	Cols  []int
+	// Key lists the columns that identify a row in UPDATE and DELETE. With
+	// WholeRow set there is no key: a row is found by all its written old
+	// values (NULL-safe), and one matching row is changed at a time, so
 	// identical duplicates are handled one by one.
 	Key      []int
 	WholeRow bool
-	// Fixed lists the source column indexes the target keeps as GENERATED
-	// ALWAYS AS IDENTITY. UPDATE leaves them out of SET and instead requires
-	// the row to hold the new value already, so a source UPDATE that did
-	// change one stops with "no row matches" rather than diverging.
+	// Fixed lists the columns the target keeps as GENERATED ALWAYS AS
+	// IDENTITY. UPDATE leaves them out of SET and instead requires the row
+	// to hold the new value already, so a source UPDATE that did change one
+	// stops with "no row matches" rather than diverging.
 	Fixed []int
 }
 
-// Route gives the target table for a source table: the same schema and
-// name (PostgreSQL to PostgreSQL).
-func Route(t source.TableName) source.TableName { return t }
-
-// NewPlan matches a relation against the target table. Every source column
-// must exist on the target and not be generated there.
-func NewPlan(rel *source.Relation, tgt TargetTable) (*Plan, error) {
+// NewPlan matches a relation against the target table, renaming and
+// leaving out columns as rules say. Every written column must exist on the
+// target and not be generated there; no column that identifies rows may be
+// left out.
+func NewPlan(rel *source.Relation, tgt TargetTable, rules ColumnRules) (*Plan, error) {
+	p := &Plan{Rel: rel, Target: tgt.Name, Partitioned: tgt.Partitioned, Names: make([]string, len(rel.Columns))}
 	var missing, generated []string
-	for _, c := range rel.Columns {
-		tc, ok := tgt.column(c.Name)
+	for i, c := range rel.Columns {
+		if slices.Contains(rules.Exclude, c.Name) {
+			continue
+		}
+		name := c.Name
+		if to, ok := rules.Rename[c.Name]; ok {
+			name = to
+		}
+		tc, ok := tgt.column(name)
 		switch {
 		case !ok:
-			missing = append(missing, c.Name)
+			missing = append(missing, name)
 		case tc.Generated:
-			generated = append(generated, c.Name)
-		}
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("target table %s lacks column(s) %s of source table %s; add them on the target",
-			tgt.Name, strings.Join(missing, ", "), rel.Table())
-	}
-	if len(generated) > 0 {
-		return nil, fmt.Errorf("target table %s generates column(s) %s that source table %s sends; make them plain columns on the target",
-			tgt.Name, strings.Join(generated, ", "), rel.Table())
-	}
-	p := &Plan{Rel: rel, Target: tgt.Name, Partitioned: tgt.Partitioned}
-	for i, c := range rel.Columns {
-		if tc, _ := tgt.column(c.Name); tc.IdentityAlways {
+			generated = append(generated, name)
+		case tc.IdentityAlways:
 			p.Fixed = append(p.Fixed, i)
 		}
+		p.Names[i] = name
+		p.Cols = append(p.Cols, i)
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("target table %s lacks column(s) %s of source table %s; add them on the target or exclude them in the config file",
+			targetText(tgt.Name), strings.Join(missing, ", "), rel.Table())
+	}
+	if len(generated) > 0 {
+		return nil, fmt.Errorf("target table %s generates column(s) %s that source table %s sends; make them plain columns on the target or exclude them in the config file",
+			targetText(tgt.Name), strings.Join(generated, ", "), rel.Table())
 	}
 	switch rel.Identity {
 	case source.IdentityDefault, source.IdentityIndex:
 		for i, c := range rel.Columns {
-			if c.Key {
-				p.Key = append(p.Key, i)
+			if !c.Key {
+				continue
 			}
+			if p.Names[i] == "" {
+				return nil, fmt.Errorf("column %s identifies rows of source table %s and cannot be excluded", c.Name, rel.Table())
+			}
+			p.Key = append(p.Key, i)
 		}
 	case source.IdentityFull:
 		// Like PostgreSQL's own apply worker: with a full old row, use the
 		// target's primary key when it has one, else match the whole row.
-		p.Key = pkIndexes(rel, tgt.PrimaryKey)
+		p.Key = p.indexesOf(tgt.PrimaryKey)
 	}
 	if len(p.Key) == 0 {
 		p.WholeRow = true
@@ -106,19 +120,16 @@ func NewPlan(rel *source.Relation, tgt TargetTable) (*Plan, error) {
 	return p, nil
 }
 
-func pkIndexes(rel *source.Relation, pk []string) []int {
+// indexesOf returns the source columns written to the named target
+// columns, or nil unless every name is found.
+func (p *Plan) indexesOf(names []string) []int {
 	var idx []int
-	for _, name := range pk {
-		found := false
-		for i, c := range rel.Columns {
-			if c.Name == name {
-				idx, found = append(idx, i), true
-				break
-			}
-		}
-		if !found {
+	for _, name := range names {
+		i := slices.Index(p.Names, name)
+		if i < 0 {
 			return nil
 		}
+		idx = append(idx, i)
 	}
 	return idx
 }

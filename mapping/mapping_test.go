@@ -125,7 +125,7 @@ func TestNewPlanKeys(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := NewPlan(tt.rel, tt.tgt)
+			p, err := NewPlan(tt.rel, tt.tgt, ColumnRules{})
 			if err != nil {
 				t.Fatalf("NewPlan: %v", err)
 			}
@@ -193,7 +193,7 @@ func TestNewPlanFixedAndPartitioned(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := NewPlan(tt.rel, tt.tgt)
+			p, err := NewPlan(tt.rel, tt.tgt, ColumnRules{})
 			if err != nil {
 				t.Fatalf("NewPlan: %v", err)
 			}
@@ -227,49 +227,49 @@ func TestNewPlanErrors(t *testing.T) {
 			name: "one missing column",
 			rel:  rel(source.IdentityDefault, "id*", "a", "b"),
 			tgt:  target(nil, "id", "b"),
-			want: "target table public.t lacks column(s) a of source table public.t; add them on the target",
+			want: "target table public.t lacks column(s) a of source table public.t; add them on the target or exclude them in the config file",
 		},
 		{
 			name: "every missing column listed in source order",
 			rel:  rel(source.IdentityDefault, "id*", "zeta", "b", "alpha"),
 			tgt:  target(nil, "id", "b"),
-			want: "target table public.t lacks column(s) zeta, alpha of source table public.t; add them on the target",
+			want: "target table public.t lacks column(s) zeta, alpha of source table public.t; add them on the target or exclude them in the config file",
 		},
 		{
 			name: "names compare case sensitively",
 			rel:  rel(source.IdentityDefault, "ID*"),
 			tgt:  target(nil, "id"),
-			want: "target table public.t lacks column(s) ID of source table public.t; add them on the target",
+			want: "target table public.t lacks column(s) ID of source table public.t; add them on the target or exclude them in the config file",
 		},
 		{
 			name: "generated column refused",
 			rel:  rel(source.IdentityDefault, "id*", "total"),
 			tgt:  with(target(nil, "id"), TargetColumn{Name: "total", Generated: true}),
-			want: "target table public.t generates column(s) total that source table public.t sends; make them plain columns on the target",
+			want: "target table public.t generates column(s) total that source table public.t sends; make them plain columns on the target or exclude them in the config file",
 		},
 		{
 			name: "every generated column listed",
 			rel:  rel(source.IdentityFull, "g1", "id", "g2"),
 			tgt: with(with(target(nil, "id"), TargetColumn{Name: "g2", Generated: true}),
 				TargetColumn{Name: "g1", Generated: true}),
-			want: "target table public.t generates column(s) g1, g2 that source table public.t sends; make them plain columns on the target",
+			want: "target table public.t generates column(s) g1, g2 that source table public.t sends; make them plain columns on the target or exclude them in the config file",
 		},
 		{
 			name: "missing reported before generated",
 			rel:  rel(source.IdentityDefault, "id*", "g", "m"),
 			tgt:  with(target(nil, "id"), TargetColumn{Name: "g", Generated: true}),
-			want: "target table public.t lacks column(s) m of source table public.t; add them on the target",
+			want: "target table public.t lacks column(s) m of source table public.t; add them on the target or exclude them in the config file",
 		},
 		{
 			name: "different target name in message",
 			rel:  &source.Relation{Schema: "src", Name: "orders", Identity: source.IdentityDefault, Columns: []source.Column{{Name: "id", Key: true}}},
 			tgt:  TargetTable{Name: source.TableName{Schema: "dst", Name: "orders_copy"}},
-			want: "target table dst.orders_copy lacks column(s) id of source table src.orders; add them on the target",
+			want: "target table dst.orders_copy lacks column(s) id of source table src.orders; add them on the target or exclude them in the config file",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := NewPlan(tt.rel, tt.tgt)
+			p, err := NewPlan(tt.rel, tt.tgt, ColumnRules{})
 			if err == nil {
 				t.Fatalf("NewPlan = %+v, want an error", p)
 			}
@@ -280,12 +280,5 @@ func TestNewPlanErrors(t *testing.T) {
 				t.Errorf("error:\n got %q\nwant %q", err, tt.want)
 			}
 		})
-	}
-}
-
-func TestRoute(t *testing.T) {
-	n := source.TableName{Schema: "Sales", Name: "Orders 2024"}
-	if got := Route(n); got != n {
-		t.Errorf("Route(%v) = %v", n, got)
 	}
 }

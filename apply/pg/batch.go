@@ -92,11 +92,11 @@ func (r *insertRun) reset() {
 func (r *insertRun) copyData() (*bytes.Reader, error) {
 	buf := r.buf[:0]
 	for _, c := range r.rows {
-		for i, v := range c.New {
-			if i > 0 {
+		for n, i := range r.plan.Cols {
+			if n > 0 {
 				buf = append(buf, '\t')
 			}
-			switch v.Kind {
+			switch v := c.New[i]; v.Kind {
 			case source.ValueNull:
 				buf = append(buf, `\N`...)
 			case source.ValueText:

@@ -28,11 +28,11 @@ func (t *Target) plan(ctx context.Context, rel *source.Relation) (*plan, error) 
 		t.last = p
 		return p, nil
 	}
-	tt, err := t.table(ctx, mapping.Route(rel.Table()))
+	tt, err := t.table(ctx, t.cfg.Router.Route(rel.Table()))
 	if err != nil {
 		return nil, err
 	}
-	mp, err := mapping.NewPlan(rel, *tt)
+	mp, err := mapping.NewPlan(rel, *tt, t.cfg.Columns[rel.Table()])
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func (t *Target) plan(ctx context.Context, rel *source.Relation) (*plan, error) 
 // values. The slice is reused by the next call.
 func (p *plan) setMask(row []source.Value) []bool {
 	for i, v := range row {
-		p.set[i] = v.Kind != source.ValueUnchanged
+		p.set[i] = v.Kind != source.ValueUnchanged && p.Names[i] != ""
 	}
 	for _, col := range p.Fixed {
 		p.set[col] = false

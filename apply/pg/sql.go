@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/decant/decant/mapping"
 	"github.com/decant/decant/source"
 )
@@ -18,19 +16,20 @@ import (
 // no OID bookkeeping and values reach the target exactly as the source
 // printed them.
 
-func quoteTable(t source.TableName) string { return pgx.Identifier{t.Schema, t.Name}.Sanitize() }
+var (
+	quoteIdent = mapping.QuotePG
+	quoteTable = mapping.QuotePGTable
+)
 
-func quoteIdent(s string) string { return pgx.Identifier{s}.Sanitize() }
-
-// columnList is "(a, b, c)" for the relation's columns.
-func columnList(rel *source.Relation) string {
+// columnList is "(a, b, c)" for the plan's written columns.
+func columnList(p *mapping.Plan) string {
 	var b strings.Builder
 	b.WriteByte('(')
-	for i, c := range rel.Columns {
-		if i > 0 {
+	for n, i := range p.Cols {
+		if n > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(quoteIdent(c.Name))
+		b.WriteString(quoteIdent(p.Names[i]))
 	}
 	b.WriteByte(')')
 	return b.String()
@@ -38,34 +37,36 @@ func columnList(rel *source.Relation) string {
 
 func renderInsert(p *mapping.Plan) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "INSERT INTO %s %s ", quoteTable(p.Target), columnList(p.Rel))
+	fmt.Fprintf(&b, "INSERT INTO %s %s ", quoteTable(p.Target), columnList(p))
 	if len(p.Fixed) > 0 {
 		b.WriteString("OVERRIDING SYSTEM VALUE ") // COPY does this by itself
 	}
 	b.WriteString("VALUES (")
-	for i := range p.Rel.Columns {
-		if i > 0 {
+	for n := range p.Cols {
+		if n > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("$" + strconv.Itoa(i+1))
+		b.WriteString("$" + strconv.Itoa(n+1))
 	}
 	b.WriteByte(')')
 	return b.String()
 }
 
 func renderCopy(p *mapping.Plan) string {
-	return fmt.Sprintf("COPY %s %s FROM STDIN", quoteTable(p.Target), columnList(p.Rel))
+	return fmt.Sprintf("COPY %s %s FROM STDIN", quoteTable(p.Target), columnList(p))
 }
 
-// renderUpdate sets the columns marked in set (unchanged TOAST values and
-// Fixed columns are left out, so the target keeps its own) and finds the row
-// by where. Parameters: the set values in column order, then the where
-// values, then the new values of the Fixed columns.
+// renderUpdate sets the written columns marked in set (unchanged TOAST
+// values and Fixed columns are not, so the target keeps its own) and finds
+// the row by where. Parameters: the set values in column order, then the
+// where values, then the new values of the Fixed columns. When nothing is
+// left to set, a column is set to itself: the statement must still find
+// exactly one row.
 func renderUpdate(p *mapping.Plan, set []bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "UPDATE %s SET ", quoteTable(p.Target))
 	n := 0
-	for i, c := range p.Rel.Columns {
+	for _, i := range p.Cols {
 		if !set[i] {
 			continue
 		}
@@ -73,15 +74,13 @@ func renderUpdate(p *mapping.Plan, set []bool) string {
 			b.WriteString(", ")
 		}
 		n++
-		fmt.Fprintf(&b, "%s = $%d", quoteIdent(c.Name), n)
+		fmt.Fprintf(&b, "%s = $%d", quoteIdent(p.Names[i]), n)
 	}
 	if n == 0 {
-		// Every value is unchanged TOAST or Fixed: assign an unchanged
-		// column to itself, so the statement is valid and still must find
-		// its row.
-		for i, c := range p.Rel.Columns {
+		for _, i := range p.Cols {
 			if !slices.Contains(p.Fixed, i) {
-				fmt.Fprintf(&b, "%s = %[1]s", quoteIdent(c.Name))
+				name := quoteIdent(p.Names[i])
+				fmt.Fprintf(&b, "%s = %s", name, name)
 				break
 			}
 		}
@@ -89,8 +88,8 @@ func renderUpdate(p *mapping.Plan, set []bool) string {
 	b.WriteString(" WHERE ")
 	b.WriteString(renderWhere(p, n+1))
 	n += len(whereColumns(p))
-	for i, col := range p.Fixed {
-		fmt.Fprintf(&b, " AND %s = $%d", quoteIdent(p.Rel.Columns[col].Name), n+1+i)
+	for k, i := range p.Fixed {
+		fmt.Fprintf(&b, " AND %s = $%d", quoteIdent(p.Names[i]), n+1+k)
 	}
 	return b.String()
 }
@@ -101,31 +100,28 @@ func renderDelete(p *mapping.Plan) string {
 
 // whereColumns lists the source columns whose old values find the row.
 func whereColumns(p *mapping.Plan) []int {
-	if !p.WholeRow {
-		return p.Key
+	if p.WholeRow {
+		return p.Cols
 	}
-	all := make([]int, len(p.Rel.Columns))
-	for i := range all {
-		all[i] = i
-	}
-	return all
+	return p.Key
 }
 
 // renderWhere finds a row by key, or, without a key, picks one row whose
-// every column equals the old value (NULL-safe). The whole-row match
-// compares text forms, which works for every type (json and point have no
-// equality operator) and is exact: both sides print with the same settings.
-// Selecting one physical row by ctid makes UPDATE and DELETE change exactly
-// one of several identical duplicates, as they did on the source.
+// every written column equals the old value (NULL-safe). The whole-row
+// match compares text forms, which works for every type (json and point
+// have no equality operator) and is exact: both sides print with the same
+// settings. Selecting one physical row by ctid makes UPDATE and DELETE
+// change exactly one of several identical duplicates, as they did on the
+// source.
 func renderWhere(p *mapping.Plan, first int) string {
 	var b strings.Builder
 	cols := whereColumns(p)
 	if !p.WholeRow {
-		for i, col := range cols {
-			if i > 0 {
+		for k, i := range cols {
+			if k > 0 {
 				b.WriteString(" AND ")
 			}
-			fmt.Fprintf(&b, "%s = $%d", quoteIdent(p.Rel.Columns[col].Name), first+i)
+			fmt.Fprintf(&b, "%s = $%d", quoteIdent(p.Names[i]), first+k)
 		}
 		return b.String()
 	}
@@ -134,11 +130,11 @@ func renderWhere(p *mapping.Plan, first int) string {
 		id = "(tableoid, ctid)" // ctid repeats across partitions
 	}
 	fmt.Fprintf(&b, "%s = (SELECT %s FROM %s WHERE ", id, strings.Trim(id, "()"), quoteTable(p.Target))
-	for i, col := range cols {
-		if i > 0 {
+	for k, i := range cols {
+		if k > 0 {
 			b.WriteString(" AND ")
 		}
-		fmt.Fprintf(&b, "%s::text IS NOT DISTINCT FROM $%d", quoteIdent(p.Rel.Columns[col].Name), first+i)
+		fmt.Fprintf(&b, "%s::text IS NOT DISTINCT FROM $%d", quoteIdent(p.Names[i]), first+k)
 	}
 	b.WriteString(" LIMIT 1)")
 	return b.String()

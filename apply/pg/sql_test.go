@@ -39,7 +39,7 @@ func (tb table) plan(t *testing.T) *mapping.Plan {
 		rel.Columns = append(rel.Columns, source.Column{Name: c.name, Type: 25, TypeMod: -1, Key: c.key})
 		tgt.Columns = append(tgt.Columns, mapping.TargetColumn{Name: c.name, IdentityAlways: c.always})
 	}
-	p, err := mapping.NewPlan(rel, tgt)
+	p, err := mapping.NewPlan(rel, tgt, mapping.ColumnRules{})
 	if err != nil {
 		t.Fatalf("NewPlan: %v", err)
 	}

@@ -25,6 +25,8 @@ import (
 type Config struct {
 	DSN      string // postgres:// URL of the target database
 	Pipeline string
+	Router   *mapping.Router // source table → target table; identity when nil
+	Columns  map[source.TableName]mapping.ColumnRules
 	Logger   *slog.Logger
 }
 
@@ -63,6 +65,9 @@ func New(cfg Config) (*Target, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Router == nil {
+		cfg.Router = mapping.NewRouter(nil, false)
 	}
 	return &Target{cfg: cfg, log: log}, nil
 }
@@ -192,9 +197,9 @@ func (t *Target) update(ctx context.Context, txn *source.Txn, p *plan, c *source
 		return err
 	}
 	args := t.args[:0]
-	for i, v := range c.New {
+	for _, i := range p.Cols {
 		if set[i] {
-			args = append(args, param(v))
+			args = append(args, param(c.New[i]))
 		}
 	}
 	args, err = p.appendWhere(args, c)
@@ -227,7 +232,7 @@ func (t *Target) truncate(ctx context.Context, txn *source.Txn, c *source.Change
 	names := make([]source.TableName, len(c.Truncated))
 	partitioned := make([]bool, len(c.Truncated))
 	for i, rel := range c.Truncated {
-		tt, err := t.table(ctx, mapping.Route(rel.Table()))
+		tt, err := t.table(ctx, t.cfg.Router.Route(rel.Table()))
 		if err != nil {
 			return &apply.Error{Op: "truncate", Table: rel.Table(), Xid: txn.Xid, Commit: txn.Commit, Err: err}
 		}
@@ -254,8 +259,8 @@ func (t *Target) endRun(ctx context.Context) error {
 		}
 		for _, c := range r.rows {
 			args := t.args[:0]
-			for _, v := range c.New {
-				args = append(args, param(v))
+			for _, i := range r.plan.Cols {
+				args = append(args, param(c.New[i]))
 			}
 			t.args = args
 			t.batch.addPrepared(name, args, stmtInfo{op: "insert", table: r.plan.Target, txn: r.txn, expect: 1})

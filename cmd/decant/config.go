@@ -14,7 +14,8 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/decant/decant/apply/pg"
+	"github.com/decant/decant/apply/mysql"
+	"github.com/decant/decant/mapping"
 	"github.com/decant/decant/source"
 	"github.com/decant/decant/source/pgoutput"
 )
@@ -26,10 +27,19 @@ type config struct {
 	Target   string    `yaml:"target"`
 	Pipeline string    `yaml:"pipeline"`
 	Tables   tableList `yaml:"tables"`
-	LogLevel string    `yaml:"log_level"`
-	LogJSON  bool      `yaml:"log_json"`
+	// Map routes source tables to target tables: "sales.*=sales_*".
+	Map []string `yaml:"map"`
+	// Columns renames and leaves out columns, by source table.
+	Columns map[string]mapping.ColumnRules `yaml:"columns"`
+	// OnUnrepresentable is the policy for values the target cannot hold.
+	OnUnrepresentable string `yaml:"on_unrepresentable"`
+	LogLevel          string `yaml:"log_level"`
+	LogJSON           bool   `yaml:"log_json"`
 
-	filter source.TableFilter
+	filter  source.TableFilter
+	rules   []mapping.Rule
+	columns map[source.TableName]mapping.ColumnRules
+	policy  mapping.Policy
 }
 
 // tableList accepts a YAML list or a comma-separated string.
@@ -79,6 +89,14 @@ func addFlags(cmd *cobra.Command, f *flags, withTables bool) {
 	}
 }
 
+// addMappingFlags adds the flags that decide what source rows become on
+// the target (init and run).
+func addMappingFlags(cmd *cobra.Command, f *flags) {
+	fs := cmd.Flags()
+	fs.StringArrayVar(&f.values.Map, "map", nil, "route source tables to target tables, repeatable: 'sales.*=sales_*', 'public.orders=shop.orders'")
+	fs.StringVar(&f.values.OnUnrepresentable, "on-unrepresentable", "", "what to do with a value the target cannot hold: error, null or clamp (default error)")
+}
+
 type tableFlag tableList
 
 func (t *tableFlag) String() string     { return string(*t) }
@@ -120,6 +138,12 @@ func (f *flags) load(cmd *cobra.Command) (config, error) {
 	set("pipeline", &c.Pipeline, f.values.Pipeline)
 	set("tables", (*string)(&c.Tables), string(f.values.Tables))
 	set("log-level", &c.LogLevel, f.values.LogLevel)
+	if fs.Lookup("map") != nil {
+		set("on-unrepresentable", &c.OnUnrepresentable, f.values.OnUnrepresentable)
+	}
+	if fs.Lookup("map") != nil && fs.Changed("map") {
+		c.Map = f.values.Map
+	}
 	if fs.Changed("log-json") {
 		c.LogJSON = f.values.LogJSON
 	}
@@ -137,17 +161,42 @@ func (c *config) validate() error {
 		return usagef("no source: give --source postgres://user:pass@host:port/db, DECANT_SOURCE, or source: in --config")
 	}
 	if c.Target == "" {
-		return usagef("no target: give --target postgres://user:pass@host:port/db, DECANT_TARGET, or target: in --config")
+		return usagef("no target: give --target postgres://user:pass@host:port/db (or mysql://...), DECANT_TARGET, or target: in --config")
 	}
 	if _, err := pgoutput.ParseDSN(c.Source); err != nil {
 		return usagef("--source: %v", err)
 	}
-	if _, err := pgoutput.ParseDSN(c.Target); err != nil {
+	if c.mysqlTarget() {
+		if _, err := mysql.ParseDSN(c.Target); err != nil {
+			return usagef("--target: %v", err)
+		}
+	} else if _, err := pgoutput.ParseDSN(c.Target); err != nil {
 		return usagef("--target: %v", err)
 	}
 	var err error
 	if c.filter, err = source.ParseTableFilter(string(c.Tables)); err != nil {
 		return usagef("--tables: %v", err)
+	}
+	for _, spec := range c.Map {
+		r, err := mapping.ParseRule(spec)
+		if err != nil {
+			return usageError{err}
+		}
+		c.rules = append(c.rules, r)
+	}
+	c.columns = map[source.TableName]mapping.ColumnRules{}
+	for name, rules := range c.Columns {
+		schema, table, ok := strings.Cut(name, ".")
+		if !ok {
+			return usagef("columns: %q is not schema.table", name)
+		}
+		c.columns[source.TableName{Schema: schema, Name: table}] = rules
+	}
+	if c.OnUnrepresentable == "" {
+		c.OnUnrepresentable = "error"
+	}
+	if c.policy, err = mapping.ParsePolicy(c.OnUnrepresentable); err != nil {
+		return usagef("--on-unrepresentable: %v", err)
 	}
 	switch c.LogLevel {
 	case "", "debug", "info", "warn", "error":
@@ -157,12 +206,15 @@ func (c *config) validate() error {
 	return nil
 }
 
-// connectBoth opens SQL sessions on the source and the target.
-func connectBoth(ctx context.Context, c config) (src, tgt *pgx.Conn, err error) {
-	if src, err = pgoutput.Connect(ctx, c.Source); err != nil {
+// connectBoth opens an SQL session on the source and an admin session on
+// the target.
+func connectBoth(ctx context.Context, c config) (*pgx.Conn, targetAdmin, error) {
+	src, err := pgoutput.Connect(ctx, c.Source)
+	if err != nil {
 		return nil, nil, err
 	}
-	if tgt, err = pg.Connect(ctx, c.Target); err != nil {
+	tgt, err := openAdmin(ctx, c)
+	if err != nil {
 		src.Close(ctx)
 		return nil, nil, err
 	}

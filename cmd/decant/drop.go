@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/decant/decant/checkpoint"
 	"github.com/decant/decant/source/pgoutput"
 )
 
@@ -39,7 +38,7 @@ func dropCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			row, err := checkpoint.PGDelete(ctx, tgt, c.Pipeline)
+			row, err := tgt.DeleteCheckpoint(ctx, c.Pipeline)
 			if err != nil {
 				return err
 			}

@@ -5,20 +5,20 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
-	"github.com/decant/decant/apply/pg"
 	"github.com/decant/decant/checkpoint"
-	"github.com/decant/decant/mapping"
 	"github.com/decant/decant/source"
 	"github.com/decant/decant/source/pgoutput"
 )
 
 func initCmd() *cobra.Command {
 	var f flags
+	var create bool
 	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Check the source, create the publication, the slot and the target checkpoint",
@@ -33,14 +33,16 @@ updates the publication).`,
 			if err != nil {
 				return err
 			}
-			return initPipeline(cmd.Context(), c, logger(c))
+			return initPipeline(cmd.Context(), c, create, logger(c))
 		},
 	}
 	addFlags(cmd, &f, true)
+	addMappingFlags(cmd, &f)
+	cmd.Flags().BoolVar(&create, "create-tables", false, "create missing target tables from the source catalog (mapped types, keys, indexes)")
 	return cmd
 }
 
-func initPipeline(ctx context.Context, c config, log *slog.Logger) error {
+func initPipeline(ctx context.Context, c config, create bool, log *slog.Logger) error {
 	src, tgt, err := connectBoth(ctx, c)
 	if err != nil {
 		return err
@@ -58,12 +60,12 @@ func initPipeline(ctx context.Context, c config, log *slog.Logger) error {
 	if len(tables) == 0 {
 		return fmt.Errorf("no source table matches --tables %q; nothing to replicate", c.filter)
 	}
-	names, err := checkTables(ctx, src, tgt, tables)
+	names, err := checkTables(ctx, c, src, tgt, tables, create, log)
 	if err != nil {
 		return err
 	}
 
-	stored, err := checkpoint.PGRead(ctx, tgt, c.Pipeline)
+	stored, err := tgt.ReadCheckpoint(ctx, c.Pipeline)
 	hasRow := err == nil
 	if err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
 		return err
@@ -96,7 +98,7 @@ func initPipeline(ctx context.Context, c config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	row, rowCreated, err := checkpoint.PGEnsure(ctx, tgt, checkpoint.Row{Pipeline: c.Pipeline, SystemID: srv.SystemID, Commit: start, End: start})
+	row, rowCreated, err := tgt.EnsureCheckpoint(ctx, checkpoint.Row{Pipeline: c.Pipeline, SystemID: srv.SystemID, Commit: start, End: start})
 	if err != nil {
 		return err
 	}
@@ -122,38 +124,42 @@ func initPipeline(ctx context.Context, c config, log *slog.Logger) error {
 	return nil
 }
 
-// checkTables refuses tables whose updates the source cannot publish and
-// tables or columns the target lacks, listing all of them at once.
-func checkTables(ctx context.Context, src, tgt *pgx.Conn, tables []pgoutput.Table) ([]source.TableName, error) {
-	var noIdentity, missing, mismatched []string
+// checkTables refuses tables whose updates the source cannot publish,
+// two source tables landing in one target table, and tables or columns the
+// target lacks or cannot hold, listing all of them at once.
+func checkTables(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, tables []pgoutput.Table, create bool, log *slog.Logger) ([]source.TableName, error) {
+	var noIdentity []string
 	names := make([]source.TableName, len(tables))
+	rels := make([]*source.Relation, len(tables))
 	for i, t := range tables {
 		names[i] = t.Name
 		if !t.Replicable() {
 			noIdentity = append(noIdentity, t.Name.String())
 		}
-		target := mapping.Route(t.Name)
-		tt, err := pg.Inspect(ctx, tgt, target)
-		if errors.Is(err, pg.ErrNoTable) {
-			missing = append(missing, target.String())
-			continue
-		}
+		rel, err := pgoutput.Relation(ctx, src, t)
 		if err != nil {
 			return nil, err
 		}
-		cols, err := pgoutput.Columns(ctx, src, t.Name)
-		if err != nil {
+		rels[i] = rel
+	}
+	if err := c.router().CheckCollisions(names); err != nil {
+		return nil, err
+	}
+	missing, problems, err := tgt.Check(ctx, rels)
+	if err != nil {
+		return nil, err
+	}
+	if create && len(missing) > 0 && len(noIdentity) == 0 {
+		if err := createTables(ctx, c, src, tgt, tables, missing, log); err != nil {
 			return nil, err
 		}
-		if _, err := mapping.NewPlan(&source.Relation{Schema: t.Name.Schema, Name: t.Name.Name, Identity: t.Identity, Columns: cols}, *tt); err != nil {
-			mismatched = append(mismatched, err.Error())
+		if missing, problems, err = tgt.Check(ctx, rels); err != nil {
+			return nil, err
 		}
 	}
-	var problems []string
 	if len(missing) > 0 {
-		problems = append(problems, fmt.Sprintf("target lacks table(s) %s; create them on the target first", strings.Join(missing, ", ")))
+		problems = append([]string{fmt.Sprintf("target lacks table(s) %s; create them on the target first", joinNames(missing))}, problems...)
 	}
-	problems = append(problems, mismatched...)
 	if len(noIdentity) > 0 {
 		problems = append(problems, fmt.Sprintf("source table(s) %s have no primary key and no replica identity, so PostgreSQL would refuse their UPDATEs and DELETEs once published: add a primary key, or run ALTER TABLE ... REPLICA IDENTITY FULL, or leave them out of --tables",
 			strings.Join(noIdentity, ", ")))
@@ -164,10 +170,41 @@ func checkTables(ctx context.Context, src, tgt *pgx.Conn, tables []pgoutput.Tabl
 	return names, nil
 }
 
+// createTables creates the missing target tables from the source catalog
+// and logs what could not be carried over.
+func createTables(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, tables []pgoutput.Table, missing []source.TableName, log *slog.Logger) error {
+	router := c.router()
+	var defs []*source.TableDef
+	for _, t := range tables {
+		if !slices.Contains(missing, router.Route(t.Name)) {
+			continue
+		}
+		def, err := pgoutput.DescribeTable(ctx, src, t.Name)
+		if err != nil {
+			return err
+		}
+		defs = append(defs, def)
+	}
+	notes, err := tgt.Create(ctx, defs)
+	if err != nil {
+		return err
+	}
+	for _, d := range defs {
+		log.Info("target table created", "source", d.Name.String(), "target", joinNames([]source.TableName{router.Route(d.Name)}))
+	}
+	for _, n := range notes {
+		log.Warn("create-tables: " + n)
+	}
+	return nil
+}
+
 func joinNames(ts []source.TableName) string {
 	s := make([]string, len(ts))
 	for i, t := range ts {
 		s[i] = t.String()
+		if t.Schema == "" {
+			s[i] = t.Name
+		}
 	}
-	return strings.Join(s, ",")
+	return strings.Join(s, ", ")
 }

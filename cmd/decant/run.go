@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/decant/decant/apply"
-	"github.com/decant/decant/apply/pg"
 	"github.com/decant/decant/source/pgoutput"
 )
 
@@ -30,11 +29,12 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 			log := logger(c)
 			reader, err := pgoutput.NewReader(pgoutput.Config{
 				DSN: c.Source, Slot: c.Pipeline, Publication: c.Pipeline, Logger: log,
+				DescribeTypes: c.mysqlTarget(),
 			})
 			if err != nil {
 				return usageError{err}
 			}
-			target, err := pg.New(pg.Config{DSN: c.Target, Pipeline: c.Pipeline, Logger: log})
+			target, err := newTarget(c, log)
 			if err != nil {
 				return usageError{err}
 			}
@@ -43,6 +43,7 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 		},
 	}
 	addFlags(cmd, &f, false)
+	addMappingFlags(cmd, &f)
 	cmd.Flags().BoolVar(&catchUp, "catch-up", false, "exit 0 once everything committed on the source before the start is applied")
 	cmd.Flags().DurationVar(&slotWait, "slot-wait", 60*time.Second, "how long to keep retrying while the slot is held by another session before giving up")
 	return cmd

@@ -95,7 +95,7 @@ func readStatus(ctx context.Context, c config) (status, error) {
 	if s.Exists {
 		st.Slot.Confirmed, st.Slot.Restart = s.Confirmed.String(), s.Restart.String()
 	}
-	cp, err := checkpoint.PGRead(ctx, tgt, c.Pipeline)
+	cp, err := tgt.ReadCheckpoint(ctx, c.Pipeline)
 	if errors.Is(err, checkpoint.ErrNotFound) {
 		return st, nil
 	}

@@ -1,0 +1,92 @@
+package mysql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/decant/decant/checkpoint"
+	"github.com/decant/decant/mapping"
+	"github.com/decant/decant/source"
+)
+
+// Admin is the MySQL target as init, status and drop see it.
+type Admin struct {
+	s   Session
+	cfg Config
+}
+
+// OpenAdmin connects to the target for setup work.
+func OpenAdmin(ctx context.Context, cfg Config) (*Admin, error) {
+	s, err := Connect(ctx, cfg.DSN)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Router == nil {
+		cfg.Router = mapping.NewRouter(nil, true)
+	}
+	return &Admin{s: s, cfg: cfg}, nil
+}
+
+// Close ends the session.
+func (a *Admin) Close(context.Context) { a.s.close() }
+
+// Check lists what keeps the relations from being applied: target tables
+// that are missing, and other problems (missing columns, types that cannot
+// be converted), one line each.
+func (a *Admin) Check(ctx context.Context, rels []*source.Relation) (missing []source.TableName, problems []string, err error) {
+	for _, rel := range rels {
+		name := a.cfg.Router.Route(rel.Table())
+		tt, err := Inspect(ctx, a.s.Conn, name)
+		if errors.Is(err, ErrNoTable) {
+			missing = append(missing, name)
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, err := newPlan(rel, tt, a.cfg.Columns[rel.Table()], a.cfg.Policy, a.s.Maria); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	return missing, problems, nil
+}
+
+// EnsureCheckpoint creates the checkpoint table and the pipeline's row.
+func (a *Admin) EnsureCheckpoint(ctx context.Context, row checkpoint.Row) (checkpoint.Row, bool, error) {
+	return checkpoint.MySQLEnsure(ctx, a.s.Conn, row)
+}
+
+// ReadCheckpoint reads the pipeline's row.
+func (a *Admin) ReadCheckpoint(ctx context.Context, pipeline string) (checkpoint.Row, error) {
+	return checkpoint.MySQLRead(ctx, a.s.Conn, pipeline)
+}
+
+// DeleteCheckpoint removes the pipeline's row.
+func (a *Admin) DeleteCheckpoint(ctx context.Context, pipeline string) (bool, error) {
+	return checkpoint.MySQLDelete(ctx, a.s.Conn, pipeline)
+}
+
+// Create creates the target tables for the given source definitions (the
+// caller passes those missing on the target) and returns notes about what
+// was not carried over. MySQL commits each DDL statement by itself; the
+// statements use IF NOT EXISTS where they can, so running init again after
+// a failure is safe.
+func (a *Admin) Create(ctx context.Context, defs []*source.TableDef) (notes []string, err error) {
+	for _, def := range defs {
+		target := a.cfg.Router.Route(def.Name)
+		ddl, err := mapping.CreateMySQL(def, target, a.cfg.Columns[def.Name])
+		if err != nil {
+			return notes, err
+		}
+		for _, s := range append(ddl.Table, ddl.Indexes...) {
+			if _, err := a.s.Conn.ExecContext(ctx, s); err != nil {
+				return notes, fmt.Errorf("create target table %s: %w", targetText(target), describe(err))
+			}
+		}
+		for _, n := range ddl.Notes {
+			notes = append(notes, targetText(target)+": "+n)
+		}
+	}
+	return notes, nil
+}

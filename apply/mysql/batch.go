@@ -1,0 +1,218 @@
+package mysql
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/decant/decant/apply"
+	"github.com/decant/decant/checkpoint"
+	"github.com/decant/decant/source"
+)
+
+// stmtInfo remembers what a batched statement was for, to name the
+// transaction and table when it fails.
+type stmtInfo struct {
+	op     string
+	table  source.TableName
+	txn    *source.Txn
+	expect int // rows it must affect; -1 for any
+}
+
+func (i stmtInfo) fail(err error) error {
+	return &apply.Error{Op: i.op, Table: i.table, Xid: i.txn.Xid, Commit: i.txn.Commit, Err: err}
+}
+
+type stmt struct {
+	sql  string
+	args []any
+	info stmtInfo
+}
+
+// batch is the statements waiting for the next round trip.
+type batch struct {
+	begin bool // the batch opens the target transaction
+	stmts []stmt
+	bytes int
+}
+
+func (b *batch) add(sql string, args []any, info stmtInfo) {
+	b.stmts = append(b.stmts, stmt{sql, args, info})
+	b.bytes += len(sql) + argBytes(args)
+}
+
+func (b *batch) reset() {
+	clear(b.stmts)
+	b.stmts = b.stmts[:0]
+	b.bytes = 0
+	b.begin = false
+}
+
+// argBytes estimates what args add to the interpolated query.
+func argBytes(args []any) int {
+	n := 0
+	for _, a := range args {
+		switch v := a.(type) {
+		case string:
+			n += 2*len(v) + 3
+		case []byte:
+			n += 2*len(v) + 10
+		default:
+			n += 24
+		}
+	}
+	return n
+}
+
+// savepoint lets a failed batch be undone and replayed statement by
+// statement, to say which one failed: MySQL reports the error of a
+// multi-statement query without saying which statement it came from.
+const savepoint = "SAVEPOINT decant_batch"
+
+// flush sends the batch as one multi-statement query and checks the rows
+// each statement affected.
+func (t *Target) flush(ctx context.Context) error {
+	b := &t.batch
+	if len(b.stmts) == 0 && !b.begin {
+		return nil
+	}
+	defer b.reset()
+	var prefix []string
+	if b.begin {
+		prefix = append(prefix, "START TRANSACTION")
+	}
+	if t.inTx {
+		prefix = append(prefix, savepoint)
+	}
+	parts := append(prefix, make([]string, 0, len(b.stmts))...)
+	var args []any
+	for _, s := range b.stmts {
+		parts = append(parts, s.sql)
+		args = append(args, s.args...)
+	}
+	res, err := t.exec(ctx, strings.Join(parts, ";\n"), args)
+	if err != nil {
+		if apply.Transient(err) || !t.inTx {
+			return t.batchError(err)
+		}
+		return t.diagnose(ctx, err)
+	}
+	counts := res.AllRowsAffected()
+	if len(counts) != len(prefix)+len(b.stmts) {
+		return fmt.Errorf("target answered %d results for %d statements", len(counts), len(prefix)+len(b.stmts))
+	}
+	for i, s := range b.stmts {
+		if got := counts[len(prefix)+i]; s.info.expect >= 0 && got != int64(s.info.expect) {
+			return s.info.fail(rowCountError(s.info, got))
+		}
+	}
+	return nil
+}
+
+// batchError attributes an error to the batch's only statement when there
+// is one (outside a transaction: the checkpoint alone).
+func (t *Target) batchError(err error) error {
+	if len(t.batch.stmts) == 1 {
+		return t.batch.stmts[0].info.fail(describe(err))
+	}
+	return describe(err)
+}
+
+// diagnose undoes a failed batch and replays it one statement at a time to
+// find and name the statement that fails.
+func (t *Target) diagnose(ctx context.Context, batchErr error) error {
+	if _, err := t.exec(ctx, "ROLLBACK TO "+savepoint, nil); err != nil {
+		return describe(batchErr)
+	}
+	for _, s := range t.batch.stmts {
+		res, err := t.exec(ctx, s.sql, s.args)
+		if err != nil {
+			return s.info.fail(describe(err))
+		}
+		if got := res.AllRowsAffected(); s.info.expect >= 0 && len(got) == 1 && got[0] != int64(s.info.expect) {
+			return s.info.fail(rowCountError(s.info, got[0]))
+		}
+	}
+	return describe(batchErr)
+}
+
+func rowCountError(info stmtInfo, got int64) error {
+	switch {
+	case info.op == "checkpoint":
+		return fmt.Errorf("%w: the stored checkpoint is past this position; another decant is applying this pipeline, stop it", checkpoint.ErrRegressed)
+	case info.op == "insert":
+		return fmt.Errorf("%d of %d rows inserted", got, info.expect)
+	case got < int64(info.expect):
+		return fmt.Errorf("%d of %d changed rows found on the target: the target has diverged from the source (a row was changed or removed behind decant's back, or the table was not copied before streaming)", got, info.expect)
+	}
+	return fmt.Errorf("%d target rows matched, expected %d: the target table lacks the source's primary key or unique constraint", got, info.expect)
+}
+
+// exec runs a query on the raw driver connection, whose result reports
+// the rows affected by each statement of a multi-statement query.
+func (t *Target) exec(ctx context.Context, query string, args []any) (mysql.Result, error) {
+	named := make([]driver.NamedValue, len(args))
+	for i, a := range args {
+		named[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+	}
+	var res mysql.Result
+	err := t.conn.Raw(func(dc any) error {
+		ex, ok := dc.(driver.ExecerContext)
+		if !ok {
+			return errors.New("MySQL driver connection cannot execute")
+		}
+		r, err := ex.ExecContext(ctx, query, named)
+		if err != nil {
+			return err
+		}
+		res, _ = r.(mysql.Result)
+		return nil
+	})
+	if err == nil && res == nil {
+		err = errors.New("MySQL driver returned no per-statement result")
+	}
+	return res, err
+}
+
+// runKind is what a run collects.
+type runKind uint8
+
+const (
+	runInsert runKind = iota + 1
+	runDelete
+)
+
+// run collects consecutive inserts (or deletes by key) into one table
+// within one transaction, to become one multi-row statement.
+type run struct {
+	kind  runKind
+	plan  *plan
+	txn   *source.Txn
+	args  []any
+	rows  int
+	bytes int
+}
+
+func (r *run) continues(kind runKind, p *plan, txn *source.Txn) bool {
+	return r.kind == kind && r.plan == p && r.txn == txn
+}
+
+func (r *run) start(kind runKind, p *plan, txn *source.Txn) {
+	r.kind, r.plan, r.txn = kind, p, txn
+}
+
+// add accounts for one row whose values were appended from index from.
+func (r *run) add(args []any, from int) {
+	r.args = args
+	r.rows++
+	r.bytes += argBytes(args[from:])
+}
+
+func (r *run) reset() {
+	r.kind, r.plan, r.txn, r.rows, r.bytes = 0, nil, nil, 0, 0
+	r.args = r.args[:0]
+}

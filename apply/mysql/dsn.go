@@ -1,0 +1,89 @@
+package mysql
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// IsDSN reports whether dsn names a MySQL/MariaDB target: a mysql:// URL or
+// the driver's own user:pass@tcp(host:port)/db form.
+func IsDSN(dsn string) bool {
+	return strings.HasPrefix(dsn, "mysql://") || strings.Contains(dsn, "@tcp(") || strings.Contains(dsn, "@unix(")
+}
+
+// ParseDSN turns mysql://user:pass@host:port/db?param=value (or the
+// driver's form) into a driver config with decant's session: utf8mb4, UTC,
+// strict sql_mode, foreign key checks off while applying, client-side
+// interpolation by the driver (never by hand) so a batch is one round trip,
+// several statements per round trip, and UPDATE reporting matched rather
+// than changed rows. The target database is required.
+func ParseDSN(dsn string) (*mysql.Config, error) {
+	var cfg *mysql.Config
+	var err error
+	if strings.HasPrefix(dsn, "mysql://") {
+		cfg, err = fromURL(dsn)
+	} else {
+		cfg, err = mysql.ParseDSN(dsn)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if cfg.DBName == "" {
+		return nil, fmt.Errorf("MySQL DSN names no database: want mysql://user:pass@host:port/database")
+	}
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params["time_zone"] = "'+00:00'"
+	cfg.Params["sql_mode"] = "'STRICT_ALL_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION,NO_AUTO_VALUE_ON_ZERO'"
+	cfg.Params["foreign_key_checks"] = "0"
+	if err := cfg.Apply(mysql.Charset("utf8mb4", "utf8mb4_bin")); err != nil {
+		return nil, err
+	}
+	cfg.Loc = time.UTC
+	cfg.ParseTime = false
+	cfg.InterpolateParams = true
+	cfg.MultiStatements = true
+	cfg.ClientFoundRows = true
+	cfg.AllowNativePasswords = true
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	// Ask the server for its max_allowed_packet, so that a statement too
+	// large for it fails before it is sent, with a clear error.
+	cfg.MaxAllowedPacket = 0
+	return cfg, nil
+}
+
+func fromURL(dsn string) (*mysql.Config, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("invalid MySQL DSN: %s", strings.ReplaceAll(err.Error(), dsn, "mysql://…"))
+	}
+	cfg := mysql.NewConfig()
+	cfg.Net = "tcp"
+	host := u.Host
+	if u.Port() == "" {
+		host += ":3306"
+	}
+	cfg.Addr = host
+	if u.User != nil {
+		cfg.User = u.User.Username()
+		cfg.Passwd, _ = u.User.Password()
+	}
+	cfg.DBName = strings.TrimPrefix(u.Path, "/")
+	// Driver parameters in the query string, e.g. ?tls=true&timeout=5s.
+	if q := u.RawQuery; q != "" {
+		parsed, err := mysql.ParseDSN("/?" + q)
+		if err != nil {
+			return nil, fmt.Errorf("invalid MySQL DSN parameters: %v", err)
+		}
+		parsed.Net, parsed.Addr, parsed.User, parsed.Passwd, parsed.DBName = cfg.Net, cfg.Addr, cfg.User, cfg.Passwd, cfg.DBName
+		return parsed, nil
+	}
+	return cfg, nil
+}

@@ -1,0 +1,122 @@
+package mysql
+
+import (
+	"strings"
+
+	"github.com/decant/decant/mapping"
+)
+
+// This file renders SQL for MySQL and MariaDB from a mapping.Plan. It is
+// pure. Values are always placeholders; the driver interpolates them
+// (interpolateParams), so a batch of statements is one round trip and no
+// value is ever spliced into SQL by hand.
+
+var (
+	quoteIdent = mapping.QuoteMySQL
+	quoteTable = mapping.QuoteMySQLTable
+)
+
+// insertHead is "INSERT INTO t (`a`, `b`) VALUES " and rowMarks "(?, ?)".
+func insertHead(p *mapping.Plan) (head, rowMarks string) {
+	var b strings.Builder
+	b.WriteString("INSERT INTO " + quoteTable(p.Target) + " (")
+	marks := make([]string, len(p.Cols))
+	for n, i := range p.Cols {
+		if n > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(quoteIdent(p.Names[i]))
+		marks[n] = "?"
+	}
+	b.WriteString(") VALUES ")
+	return b.String(), "(" + strings.Join(marks, ", ") + ")"
+}
+
+// comparer renders the comparison of one column with a placeholder. FLOAT
+// columns compare in single precision and MySQL's JSON columns as JSON,
+// or a value read back would not equal the one written.
+type comparer func(col string, nullSafe bool) string
+
+func compareWith(tgt mapping.MySQLColumn, maria bool) comparer {
+	arg := "?"
+	switch {
+	case tgt.DataType == "float":
+		arg = "CAST(? AS FLOAT)"
+	case tgt.DataType == "json" && !maria:
+		arg = "CAST(? AS JSON)"
+	}
+	return func(col string, nullSafe bool) string {
+		if nullSafe {
+			return quoteIdent(col) + " <=> " + arg
+		}
+		return quoteIdent(col) + " = " + arg
+	}
+}
+
+// whereColumns lists the source columns whose old values find the row.
+func whereColumns(p *mapping.Plan) []int {
+	if p.WholeRow {
+		return p.Cols
+	}
+	return p.Key
+}
+
+// renderWhere finds a row by its key, or without one by all its written
+// columns, NULL-safe (<=>), one row at a time (LIMIT 1) so that identical
+// duplicates are changed one by one as on the source.
+func renderWhere(p *mapping.Plan, cmp []comparer) string {
+	var b strings.Builder
+	for n, i := range whereColumns(p) {
+		if n > 0 {
+			b.WriteString(" AND ")
+		}
+		b.WriteString(cmp[i](p.Names[i], p.WholeRow))
+	}
+	if p.WholeRow {
+		b.WriteString(" LIMIT 1")
+	}
+	return b.String()
+}
+
+// renderUpdate sets the columns marked in set (unchanged TOAST values are
+// left out: the target keeps its own). Parameters: the set values in column
+// order, then the where values. With nothing to set, a column is set to
+// itself so the statement still has to find its row.
+func renderUpdate(p *mapping.Plan, set []bool, cmp []comparer) string {
+	var b strings.Builder
+	b.WriteString("UPDATE " + quoteTable(p.Target) + " SET ")
+	n := 0
+	for _, i := range p.Cols {
+		if !set[i] {
+			continue
+		}
+		if n > 0 {
+			b.WriteString(", ")
+		}
+		n++
+		b.WriteString(quoteIdent(p.Names[i]) + " = ?")
+	}
+	if n == 0 {
+		name := quoteIdent(p.Names[p.Cols[0]])
+		b.WriteString(name + " = " + name)
+	}
+	b.WriteString(" WHERE " + renderWhere(p, cmp))
+	return b.String()
+}
+
+// renderDelete deletes one row found by renderWhere.
+func renderDelete(p *mapping.Plan, cmp []comparer) string {
+	return "DELETE FROM " + quoteTable(p.Target) + " WHERE " + renderWhere(p, cmp)
+}
+
+// deleteInHead is "DELETE FROM t WHERE (`k1`, `k2`) IN (" and keyMarks
+// "(?, ?)": consecutive deletes by key go as one statement.
+func deleteInHead(p *mapping.Plan) (head, keyMarks string) {
+	names := make([]string, len(p.Key))
+	marks := make([]string, len(p.Key))
+	for n, i := range p.Key {
+		names[n], marks[n] = quoteIdent(p.Names[i]), "?"
+	}
+	return "DELETE FROM " + quoteTable(p.Target) + " WHERE (" + strings.Join(names, ", ") + ") IN (",
+		"(" + strings.Join(marks, ", ") + ")"
+}

@@ -1,0 +1,376 @@
+// Package mysql writes decant's transactions into a MySQL 8 or MariaDB
+// 10.11 target through github.com/go-sql-driver/mysql: runs of inserts as
+// multi-row INSERTs, runs of deletes by key as DELETE ... IN (...), other
+// changes as single statements, all grouped into multi-statement batches
+// (one round trip each) inside one transaction that also advances the
+// checkpoint row decant_checkpoint. Values are converted by mapping's
+// MySQL converters; a value the target cannot hold follows the
+// unrepresentable-value policy.
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/decant/decant/apply"
+	"github.com/decant/decant/checkpoint"
+	"github.com/decant/decant/mapping"
+	"github.com/decant/decant/source"
+)
+
+// Config configures a Target.
+type Config struct {
+	DSN      string // mysql://user:pass@host:port/db or the driver's form
+	Pipeline string
+	Router   *mapping.Router // source table → target table; table name in the DSN's database when nil
+	Columns  map[source.TableName]mapping.ColumnRules
+	Policy   mapping.Policy
+	Logger   *slog.Logger
+}
+
+// Limits on what one batch holds; the byte limit also stays below half the
+// server's max_allowed_packet.
+const (
+	batchStmts = 200
+	batchBytes = 4 << 20
+	runRows    = 1000 // rows per multi-row INSERT or DELETE ... IN
+)
+
+// Target is the MySQL writer. It is not safe for concurrent use.
+type Target struct {
+	cfg Config
+	log *slog.Logger
+
+	db        *sql.DB
+	conn      *sql.Conn
+	maria     bool
+	maxPacket int
+
+	tables map[source.TableName]*Table
+	plans  map[*source.Relation]*plan
+	last   *plan
+
+	inTx  bool
+	batch batch
+	run   run
+}
+
+var _ apply.Target = (*Target)(nil)
+
+// New returns a Target; Open connects.
+func New(cfg Config) (*Target, error) {
+	if _, err := ParseDSN(cfg.DSN); err != nil {
+		return nil, fmt.Errorf("target: %w", err)
+	}
+	if cfg.Router == nil {
+		cfg.Router = mapping.NewRouter(nil, true)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Target{cfg: cfg, log: log}, nil
+}
+
+// Open connects if needed and reads the checkpoint.
+func (t *Target) Open(ctx context.Context) (checkpoint.Row, error) {
+	if t.conn != nil {
+		if err := t.conn.PingContext(ctx); err != nil {
+			t.Close(ctx)
+		}
+	}
+	if t.conn == nil {
+		s, err := Connect(ctx, t.cfg.DSN)
+		if err != nil {
+			return checkpoint.Row{}, err
+		}
+		t.db, t.conn, t.maria, t.maxPacket = s.DB, s.Conn, s.Maria, s.MaxPacket
+		t.tables = map[source.TableName]*Table{}
+		t.plans = map[*source.Relation]*plan{}
+		t.last = nil
+	}
+	if err := t.Rollback(ctx); err != nil {
+		return checkpoint.Row{}, err
+	}
+	return checkpoint.MySQLRead(ctx, t.conn, t.cfg.Pipeline)
+}
+
+// Close drops the connection.
+func (t *Target) Close(context.Context) {
+	if t.conn != nil {
+		t.conn.Close()
+		t.db.Close()
+	}
+	t.conn, t.db, t.inTx, t.last = nil, nil, false, nil
+	t.batch.reset()
+	t.run.reset()
+}
+
+// Session is one target connection with what decant learned about the
+// server.
+type Session struct {
+	DB        *sql.DB
+	Conn      *sql.Conn
+	Maria     bool // MariaDB rather than MySQL
+	MaxPacket int  // max_allowed_packet
+}
+
+// Connect opens a session with decant's settings.
+func Connect(ctx context.Context, dsn string) (Session, error) {
+	cfg, err := ParseDSN(dsn)
+	if err != nil {
+		return Session{}, fmt.Errorf("target: %w", err)
+	}
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return Session{}, fmt.Errorf("target: %w", err)
+	}
+	db := sql.OpenDB(connector)
+	conn, err := db.Conn(ctx)
+	if err == nil {
+		err = conn.PingContext(ctx)
+	}
+	if err != nil {
+		db.Close()
+		return Session{}, fmt.Errorf("connect to target %s database %s: %w", cfg.Addr, cfg.DBName, describe(err))
+	}
+	s := Session{DB: db, Conn: conn}
+	var version string
+	if err := conn.QueryRowContext(ctx, `SELECT VERSION(), @@max_allowed_packet`).Scan(&version, &s.MaxPacket); err != nil {
+		s.close()
+		return Session{}, fmt.Errorf("read target version: %w", describe(err))
+	}
+	s.Maria = strings.Contains(strings.ToLower(version), "mariadb")
+	return s, nil
+}
+
+func (s Session) close() {
+	s.Conn.Close()
+	s.DB.Close()
+}
+
+// Apply writes changes of txn into the open transaction.
+func (t *Target) Apply(ctx context.Context, txn *source.Txn, changes []source.Change) error {
+	if !t.inTx {
+		t.batch.begin = true
+		t.inTx = true
+	}
+	for i := range changes {
+		c := &changes[i]
+		if err := t.change(ctx, txn, c); err != nil {
+			var ae *apply.Error
+			if errors.As(err, &ae) {
+				return err
+			}
+			return &apply.Error{Op: c.Op.String(), Table: c.Rel.Table(), Xid: txn.Xid, Commit: txn.Commit, Err: err}
+		}
+	}
+	return nil
+}
+
+func (t *Target) change(ctx context.Context, txn *source.Txn, c *source.Change) error {
+	if c.Op == source.OpTruncate {
+		return t.truncate(ctx, txn, c)
+	}
+	p, err := t.plan(ctx, c.Rel)
+	if err != nil {
+		return err
+	}
+	switch c.Op {
+	case source.OpInsert:
+		return t.insert(ctx, txn, p, c)
+	case source.OpUpdate:
+		if err := t.endRun(ctx); err != nil {
+			return err
+		}
+		return t.update(ctx, txn, p, c)
+	case source.OpDelete:
+		return t.delete(ctx, txn, p, c)
+	}
+	return fmt.Errorf("unexpected change %s", c.Op)
+}
+
+func (t *Target) insert(ctx context.Context, txn *source.Txn, p *plan, c *source.Change) error {
+	if !t.run.continues(runInsert, p, txn) {
+		if err := t.endRun(ctx); err != nil {
+			return err
+		}
+		t.run.start(runInsert, p, txn)
+	}
+	n := len(t.run.args)
+	args, err := p.convertRow(t.run.args, c.New, p.Cols)
+	if err != nil {
+		return err
+	}
+	t.run.add(args, n)
+	return t.maybeEndRun(ctx)
+}
+
+func (t *Target) delete(ctx context.Context, txn *source.Txn, p *plan, c *source.Change) error {
+	if p.WholeRow {
+		if err := t.endRun(ctx); err != nil {
+			return err
+		}
+		args, err := p.convertRow(nil, c.Old, whereColumns(p.Plan))
+		if err != nil {
+			return err
+		}
+		t.batch.add(p.deleteOne, args, stmtInfo{op: "delete", table: p.Target, txn: txn, expect: 1})
+		return t.maybeFlush(ctx)
+	}
+	if !t.run.continues(runDelete, p, txn) {
+		if err := t.endRun(ctx); err != nil {
+			return err
+		}
+		t.run.start(runDelete, p, txn)
+	}
+	n := len(t.run.args)
+	args, err := p.convertRow(t.run.args, keyRow(c), p.Key)
+	if err != nil {
+		return err
+	}
+	t.run.add(args, n)
+	return t.maybeEndRun(ctx)
+}
+
+// keyRow is the image that holds a change's old key: the old row when the
+// source sent one, else the new row.
+func keyRow(c *source.Change) []source.Value {
+	if c.Old != nil {
+		return c.Old
+	}
+	return c.New
+}
+
+func (t *Target) update(ctx context.Context, txn *source.Txn, p *plan, c *source.Change) error {
+	set := p.setMask(c.New)
+	sql := p.updateSQL(set)
+	var setCols []int
+	for _, i := range p.Cols {
+		if set[i] {
+			setCols = append(setCols, i)
+		}
+	}
+	args, err := p.convertRow(nil, c.New, setCols)
+	if err != nil {
+		return err
+	}
+	if args, err = p.convertRow(args, keyRow(c), whereColumns(p.Plan)); err != nil {
+		return err
+	}
+	t.batch.add(sql, args, stmtInfo{op: "update", table: p.Target, txn: txn, expect: 1})
+	return t.maybeFlush(ctx)
+}
+
+// truncate empties the tables with DELETE: TRUNCATE TABLE would commit the
+// target transaction implicitly and break its atomicity with the
+// checkpoint. RESTART IDENTITY is not applied for the same reason (ALTER
+// TABLE ... AUTO_INCREMENT commits too); replicated rows carry their ids.
+func (t *Target) truncate(ctx context.Context, txn *source.Txn, c *source.Change) error {
+	if err := t.endRun(ctx); err != nil {
+		return err
+	}
+	for _, rel := range c.Truncated {
+		name := t.cfg.Router.Route(rel.Table())
+		if _, err := t.table(ctx, name); err != nil {
+			return &apply.Error{Op: "truncate", Table: rel.Table(), Xid: txn.Xid, Commit: txn.Commit, Err: err}
+		}
+		t.batch.add("DELETE FROM "+quoteTable(name), nil, stmtInfo{op: "truncate", table: rel.Table(), txn: txn, expect: -1})
+	}
+	return t.maybeFlush(ctx)
+}
+
+func (t *Target) maybeEndRun(ctx context.Context) error {
+	if t.run.rows >= runRows || t.run.bytes >= t.byteLimit()/2 {
+		return t.endRun(ctx)
+	}
+	return nil
+}
+
+// endRun turns the pending run into one statement in the batch.
+func (t *Target) endRun(ctx context.Context) error {
+	r := &t.run
+	if r.rows == 0 {
+		r.reset()
+		return nil
+	}
+	var b strings.Builder
+	switch r.kind {
+	case runInsert:
+		b.WriteString(r.plan.insertHead)
+		for n := 0; n < r.rows; n++ {
+			if n > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(r.plan.rowMarks)
+		}
+	case runDelete:
+		b.WriteString(r.plan.deleteHead)
+		for n := 0; n < r.rows; n++ {
+			if n > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(r.plan.keyMarks)
+		}
+		b.WriteByte(')')
+	}
+	op := map[runKind]string{runInsert: "insert", runDelete: "delete"}[r.kind]
+	t.batch.add(b.String(), r.args, stmtInfo{op: op, table: r.plan.Rel.Table(), txn: r.txn, expect: r.rows})
+	r.args = nil // now owned by the batch
+	r.reset()
+	return t.maybeFlush(ctx)
+}
+
+func (t *Target) byteLimit() int {
+	return min(batchBytes, t.maxPacket/2)
+}
+
+func (t *Target) maybeFlush(ctx context.Context) error {
+	if len(t.batch.stmts) >= batchStmts || t.batch.bytes >= t.byteLimit() {
+		return t.flush(ctx)
+	}
+	return nil
+}
+
+// Commit writes the checkpoint and commits; with no transaction open it
+// writes the checkpoint alone.
+func (t *Target) Commit(ctx context.Context, cp checkpoint.Row) error {
+	if err := t.endRun(ctx); err != nil {
+		return err
+	}
+	info := stmtInfo{op: "checkpoint", txn: &source.Txn{Xid: cp.Xid, Commit: cp.Commit}, expect: 1}
+	t.batch.add(checkpoint.MySQLAdvance, cp.MySQLAdvanceArgs(), info)
+	if err := t.flush(ctx); err != nil {
+		return err
+	}
+	if !t.inTx {
+		return nil
+	}
+	t.inTx = false
+	if _, err := t.conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return &apply.Error{Op: "commit", Xid: cp.Xid, Commit: cp.Commit, Err: describe(err)}
+	}
+	return nil
+}
+
+// Rollback abandons the open transaction and anything not yet sent.
+func (t *Target) Rollback(ctx context.Context) error {
+	t.batch.reset()
+	t.run.reset()
+	if !t.inTx || t.conn == nil {
+		t.inTx = false
+		return nil
+	}
+	t.inTx = false
+	if _, err := t.conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Close(ctx)
+		return fmt.Errorf("target rollback: %w", describe(err))
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package pg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/decant/decant/checkpoint"
+	"github.com/decant/decant/mapping"
+	"github.com/decant/decant/source"
+)
+
+// Admin is the PostgreSQL target as init, status and drop see it.
+type Admin struct {
+	conn *pgx.Conn
+	cfg  Config
+}
+
+// OpenAdmin connects to the target for setup work.
+func OpenAdmin(ctx context.Context, cfg Config) (*Admin, error) {
+	conn, err := Connect(ctx, cfg.DSN)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Router == nil {
+		cfg.Router = mapping.NewRouter(nil, false)
+	}
+	return &Admin{conn: conn, cfg: cfg}, nil
+}
+
+// Close ends the session.
+func (a *Admin) Close(ctx context.Context) { a.conn.Close(ctx) }
+
+// Check lists what keeps the relations from being applied: target tables
+// that are missing (first value) and other problems, one line each.
+func (a *Admin) Check(ctx context.Context, rels []*source.Relation) (missing []source.TableName, problems []string, err error) {
+	for _, rel := range rels {
+		name := a.cfg.Router.Route(rel.Table())
+		tt, err := Inspect(ctx, a.conn, name)
+		if errors.Is(err, ErrNoTable) {
+			missing = append(missing, name)
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, err := mapping.NewPlan(rel, *tt, a.cfg.Columns[rel.Table()]); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	return missing, problems, nil
+}
+
+// EnsureCheckpoint creates the checkpoint table and the pipeline's row.
+func (a *Admin) EnsureCheckpoint(ctx context.Context, row checkpoint.Row) (checkpoint.Row, bool, error) {
+	return checkpoint.PGEnsure(ctx, a.conn, row)
+}
+
+// ReadCheckpoint reads the pipeline's row.
+func (a *Admin) ReadCheckpoint(ctx context.Context, pipeline string) (checkpoint.Row, error) {
+	return checkpoint.PGRead(ctx, a.conn, pipeline)
+}
+
+// DeleteCheckpoint removes the pipeline's row.
+func (a *Admin) DeleteCheckpoint(ctx context.Context, pipeline string) (bool, error) {
+	return checkpoint.PGDelete(ctx, a.conn, pipeline)
+}
+
+// Create creates the target tables for the given source definitions (the
+// caller passes those missing on the target), with any user-defined types
+// they use that the target lacks, and returns notes about what was not
+// carried over. Each table is created in its own transaction.
+func (a *Admin) Create(ctx context.Context, defs []*source.TableDef) (notes []string, err error) {
+	for _, def := range defs {
+		target := a.cfg.Router.Route(def.Name)
+		ddl, err := mapping.CreatePG(def, target, a.cfg.Columns[def.Name])
+		if err != nil {
+			return notes, err
+		}
+		types, err := a.missingTypes(ctx, def)
+		if err != nil {
+			return notes, err
+		}
+		stmts := append(mapping.CreateTypesPG(types), ddl.Table...)
+		stmts = append(stmts, ddl.Indexes...)
+		if err := pgx.BeginFunc(ctx, a.conn, func(tx pgx.Tx) error {
+			for _, s := range stmts {
+				if _, err := tx.Exec(ctx, s); err != nil {
+					return fmt.Errorf("%s: %w", firstLine(s), err)
+				}
+			}
+			return nil
+		}); err != nil {
+			return notes, fmt.Errorf("create target table %s: %w", target, err)
+		}
+		for _, n := range ddl.Notes {
+			notes = append(notes, target.String()+": "+n)
+		}
+	}
+	return notes, nil
+}
+
+// missingTypes lists the user-defined types of def's columns that the
+// target does not have yet.
+func (a *Admin) missingTypes(ctx context.Context, def *source.TableDef) ([]*source.Type, error) {
+	var missing []*source.Type
+	for _, c := range def.Columns {
+		if c.Info == nil {
+			continue
+		}
+		var exists bool
+		if err := a.conn.QueryRow(ctx, `SELECT to_regtype($1) IS NOT NULL`, c.SQLType).Scan(&exists); err != nil {
+			return nil, fmt.Errorf("look up type %s on the target: %w", c.SQLType, err)
+		}
+		if !exists {
+			missing = append(missing, c.Info)
+		}
+	}
+	return missing, nil
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

@@ -1,0 +1,117 @@
+package checkpoint
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/decant/decant/source"
+)
+
+// On MySQL and MariaDB targets the row lives in decant_checkpoint in the
+// target database itself (MySQL has no schemas inside a database). LSNs
+// are stored as unsigned integers so the monotonic test is a comparison.
+
+// MySQLCreate creates the checkpoint table.
+const MySQLCreate = `CREATE TABLE IF NOT EXISTS decant_checkpoint (
+	pipeline     VARCHAR(63) NOT NULL PRIMARY KEY,
+	system_id    VARCHAR(32) NOT NULL,
+	commit_lsn   BIGINT UNSIGNED NOT NULL,
+	end_lsn      BIGINT UNSIGNED NOT NULL,
+	commit_csn   BIGINT UNSIGNED NULL,
+	xid          BIGINT UNSIGNED NULL,
+	commit_time  DATETIME(6) NULL,
+	applied_time DATETIME(6) NOT NULL
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`
+
+// MySQLAdvance moves the checkpoint forward inside the applying
+// transaction; it matches no row if the stored position is already past
+// the new one (the connection reports matched rows: clientFoundRows).
+// Parameters: MySQLAdvanceArgs.
+const MySQLAdvance = `UPDATE decant_checkpoint
+	SET commit_lsn = ?, end_lsn = ?, xid = ?, commit_time = ?, applied_time = UTC_TIMESTAMP(6)
+	WHERE pipeline = ? AND end_lsn <= ?`
+
+// MySQLAdvanceArgs are MySQLAdvance's parameters.
+func (r Row) MySQLAdvanceArgs() []any {
+	var xid, commitTime any
+	if r.Xid != 0 {
+		xid = int64(r.Xid)
+	}
+	if !r.CommitTime.IsZero() {
+		commitTime = r.CommitTime.UTC().Format("2006-01-02 15:04:05.999999")
+	}
+	return []any{uint64(r.Commit), uint64(r.End), xid, commitTime, r.Pipeline, uint64(r.End)}
+}
+
+// Querier is what the MySQL functions need: *sql.DB, *sql.Conn or *sql.Tx.
+type Querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// MySQLEnsure creates the table if needed and inserts the pipeline's row
+// unless one exists; like PGEnsure.
+func MySQLEnsure(ctx context.Context, db Querier, row Row) (Row, bool, error) {
+	if _, err := db.ExecContext(ctx, MySQLCreate); err != nil {
+		return Row{}, false, fmt.Errorf("create checkpoint table decant_checkpoint on target: %w", err)
+	}
+	res, err := db.ExecContext(ctx, `INSERT IGNORE INTO decant_checkpoint (pipeline, system_id, commit_lsn, end_lsn, applied_time)
+		VALUES (?, ?, ?, ?, UTC_TIMESTAMP(6))`, row.Pipeline, row.SystemID, uint64(row.Commit), uint64(row.End))
+	if err != nil {
+		return Row{}, false, fmt.Errorf("insert checkpoint of pipeline %s: %w", row.Pipeline, err)
+	}
+	n, _ := res.RowsAffected()
+	stored, err := MySQLRead(ctx, db, row.Pipeline)
+	if err != nil {
+		return Row{}, false, err
+	}
+	if stored.SystemID != row.SystemID {
+		return stored, false, fmt.Errorf("target already holds pipeline %s from source system %s, not %s: use another --pipeline or run decant drop for it", row.Pipeline, stored.SystemID, row.SystemID)
+	}
+	return stored, n == 1, nil
+}
+
+// MySQLRead reads the pipeline's row; ErrNotFound when there is none.
+func MySQLRead(ctx context.Context, db Querier, pipeline string) (Row, error) {
+	var r Row
+	var commit, end uint64
+	var xid sql.NullInt64
+	var commitTime sql.NullString
+	var applied string
+	err := db.QueryRowContext(ctx, `SELECT pipeline, system_id, commit_lsn, end_lsn, xid,
+			DATE_FORMAT(commit_time, '%Y-%m-%d %H:%i:%s.%f'), DATE_FORMAT(applied_time, '%Y-%m-%d %H:%i:%s.%f')
+		FROM decant_checkpoint WHERE pipeline = ?`, pipeline).
+		Scan(&r.Pipeline, &r.SystemID, &commit, &end, &xid, &commitTime, &applied)
+	var myErr *mysql.MySQLError
+	if errors.Is(err, sql.ErrNoRows) || (errors.As(err, &myErr) && myErr.Number == 1146) {
+		return Row{}, fmt.Errorf("%w for pipeline %s on the target; run decant init first", ErrNotFound, pipeline)
+	}
+	if err != nil {
+		return Row{}, fmt.Errorf("read checkpoint of pipeline %s: %w", pipeline, err)
+	}
+	r.Commit, r.End, r.Xid = source.LSN(commit), source.LSN(end), uint32(xid.Int64)
+	if commitTime.Valid {
+		r.CommitTime, _ = time.Parse("2006-01-02 15:04:05.999999", commitTime.String)
+	}
+	r.AppliedTime, _ = time.Parse("2006-01-02 15:04:05.999999", applied)
+	return r, nil
+}
+
+// MySQLDelete removes the pipeline's row; it reports whether there was one.
+func MySQLDelete(ctx context.Context, db Querier, pipeline string) (bool, error) {
+	res, err := db.ExecContext(ctx, `DELETE FROM decant_checkpoint WHERE pipeline = ?`, pipeline)
+	var myErr *mysql.MySQLError
+	if errors.As(err, &myErr) && myErr.Number == 1146 {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("delete checkpoint of pipeline %s: %w", pipeline, err)
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}
