@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/decant/decant/integration/compare"
 	"github.com/decant/decant/mapping"
 	"github.com/decant/decant/source"
 )
@@ -100,14 +101,7 @@ func psql(t testing.TB, dsn, sql string) string {
 // row texts compare equal exactly when the values are equal.
 func connect(t testing.TB, dsn string) *pgx.Conn {
 	t.Helper()
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range map[string]string{"DateStyle": "ISO, MDY", "TimeZone": "UTC", "extra_float_digits": "3", "IntervalStyle": "postgres", "bytea_output": "hex"} {
-		cfg.RuntimeParams[k] = v
-	}
-	c, err := pgx.ConnectConfig(t.Context(), cfg)
+	c, err := compare.Connect(t.Context(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,85 +218,28 @@ func (p *pair) catchUp() {
 	p.assertEqual()
 }
 
-// tables lists the user tables of a database.
-func tables(t testing.TB, c *pgx.Conn) []string {
-	t.Helper()
-	rows, err := c.Query(t.Context(), `SELECT format('%I.%I', n.nspname, c.relname) FROM pg_class c
-		JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE c.relkind IN ('r','p') AND NOT c.relispartition
-		  AND n.nspname NOT IN ('pg_catalog','information_schema','decant') AND n.nspname NOT LIKE 'pg_toast%'
-		ORDER BY 1`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return names
-}
-
-// rowTexts returns the text of every row, sorted: equal multisets of rows
-// give equal slices, so a duplicate or a missing row shows.
-func rowTexts(t testing.TB, c *pgx.Conn, table string) []string {
-	t.Helper()
-	rows, err := c.Query(t.Context(), fmt.Sprintf("SELECT r::text FROM %s r ORDER BY 1", table))
-	if err != nil {
-		t.Fatal(err)
-	}
-	texts, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return texts
-}
-
 // assertEqual compares every source table with the target, row by row.
 func (p *pair) assertEqual() {
 	p.t.Helper()
+	var results []compare.Result
+	var err error
 	if p.mysql {
-		p.assertEqualMySQL()
-		return
+		results, err = compare.MySQL(p.t.Context(), p.src, p.tgt, p.policy)
+	} else {
+		results, err = compare.PG(p.t.Context(), p.src, p.tgt)
 	}
-	src, tgt := connect(p.t, p.src), connect(p.t, p.tgt)
-	names := tables(p.t, src)
-	if len(names) == 0 {
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if len(results) == 0 {
 		p.t.Fatal("source has no tables to compare")
 	}
-	for _, table := range names {
-		a, b := rowTexts(p.t, src, table), rowTexts(p.t, tgt, table)
-		p.t.Logf("table %s: %d rows on source, %d on target", table, len(a), len(b))
-		if d := diff(a, b); d != "" {
-			p.t.Errorf("table %s: target differs from source (%d source rows, %d target rows):\n%s", table, len(a), len(b), d)
+	for _, r := range results {
+		p.t.Logf("table %s: %d rows on source, %d on target", r.Table, len(r.Source), len(r.Dest))
+		if d := compare.Diff(r.Source, r.Dest); d != "" {
+			p.t.Errorf("table %s: target differs from source (%d source rows, %d target rows):\n%s", r.Table, len(r.Source), len(r.Dest), d)
 		}
 	}
-}
-
-// diff describes the first few differences between two sorted lists.
-func diff(a, b []string) string {
-	var out []string
-	i, j := 0, 0
-	for (i < len(a) || j < len(b)) && len(out) < 5 {
-		switch {
-		case j >= len(b) || (i < len(a) && a[i] < b[j]):
-			out = append(out, "  missing on target: "+clip(a[i]))
-			i++
-		case i >= len(a) || b[j] < a[i]:
-			out = append(out, "  extra on target:   "+clip(b[j]))
-			j++
-		default:
-			i++
-			j++
-		}
-	}
-	return strings.Join(out, "\n")
-}
-
-func clip(s string) string {
-	if len(s) > 200 {
-		return s[:200] + fmt.Sprintf("…(%d bytes)", len(s))
-	}
-	return s
 }
 
 // queryValue runs a query returning one value, as text.

@@ -29,6 +29,9 @@ func MySQLConverter(src source.Column, tgt MySQLColumn, policy Policy) (Converte
 	if tgt.Generated {
 		return nil, fmt.Errorf("target column %s is generated and never written", tgt.Name)
 	}
+	if policy > PolicyClamp {
+		return nil, fmt.Errorf("unknown policy %s", policy)
+	}
 	t, err := TypeOf(src.Type, src.Info)
 	if err != nil {
 		return nil, err

@@ -67,6 +67,9 @@ func splitExponent(s []byte) ([]byte, int, bool) {
 
 // shiftPoint moves the decimal point of intg.frac by exp places.
 func shiftPoint(intg, frac []byte, exp int) ([]byte, []byte) {
+	if exp == 0 {
+		return intg, frac
+	}
 	digits := append(append([]byte{}, intg...), frac...)
 	point := len(intg) + exp
 	switch {

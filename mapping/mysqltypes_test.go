@@ -236,6 +236,9 @@ func TestMySQLConverterPairErrors(t *testing.T) {
 		{"unknown target type", col(oidText, -1), mycol("geometry"), "unsupported MySQL type geometry"},
 		{"generated target", col(oidText, -1), MySQLColumn{Name: "g", DataType: "text", Generated: true}, "target column g is generated"},
 	}
+	if _, err := MySQLConverter(col(oidText, -1), mycol("text"), Policy(9)); err == nil || err.Error() != "unknown policy policy(9)" {
+		t.Errorf("an unknown policy gave %v", err)
+	}
 	for _, tt := range tests {
 		c, err := MySQLConverter(tt.src, tt.tgt, PolicyError)
 		if c != nil || err == nil || !strings.Contains(err.Error(), tt.want) {

@@ -8,7 +8,7 @@ package main
 
 import (
 	"context"
-	"crypto/md5"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,13 +17,16 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/decant/decant/integration/compare"
 	"github.com/decant/decant/integration/harness"
+	"github.com/decant/decant/mapping"
 )
 
 const schema = `
@@ -37,7 +40,7 @@ ALTER TABLE audit REPLICA IDENTITY FULL;
 `
 
 func main() {
-	target := flag.String("target", "postgres", "target kind: postgres")
+	target := flag.String("target", "postgres", "target kind: postgres or mysql (a MariaDB server)")
 	seconds := flag.Int("seconds", 15, "how long the workload runs")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -49,8 +52,8 @@ func main() {
 }
 
 func run(ctx context.Context, target string, duration time.Duration) error {
-	if target != "postgres" {
-		return fmt.Errorf("target %q: this build of the demo supports postgres", target)
+	if target != "postgres" && target != "mysql" {
+		return fmt.Errorf("target %q: use postgres or mysql (MariaDB)", target)
 	}
 	began := time.Now()
 	step("building decant")
@@ -64,37 +67,55 @@ func run(ctx context.Context, target string, duration time.Duration) error {
 		return err
 	}
 
-	step("starting a throwaway PostgreSQL 15 source and target")
+	step("starting a throwaway PostgreSQL 15 source and a " + target + " target")
 	src, err := harness.StartPostgres(ctx, harness.PostgresOptions{})
 	if err != nil {
 		return err
 	}
 	defer src.Remove()
-	tgt, err := harness.StartPostgres(ctx, harness.PostgresOptions{})
-	if err != nil {
+	if err := src.CreateDatabase(ctx, "shop"); err != nil {
 		return err
 	}
-	defer tgt.Remove()
-	for _, s := range []*harness.Postgres{src, tgt} {
-		if err := s.CreateDatabase(ctx, "shop"); err != nil {
+	srcDSN := src.DSN("shop")
+	if err := execSQL(ctx, srcDSN, schema); err != nil {
+		return err
+	}
+	var tgtDSN string
+	initArgs := []string{"init"}
+	if target == "mysql" {
+		my, err := harness.StartMariaDB(ctx)
+		if err != nil {
+			return err
+		}
+		defer my.Remove()
+		if err := my.CreateDatabase(ctx, "shop"); err != nil {
+			return err
+		}
+		tgtDSN = my.DSN("shop")
+		initArgs = append(initArgs, "--create-tables") // MariaDB tables from the source catalog
+	} else {
+		tgt, err := harness.StartPostgres(ctx, harness.PostgresOptions{})
+		if err != nil {
+			return err
+		}
+		defer tgt.Remove()
+		if err := tgt.CreateDatabase(ctx, "shop"); err != nil {
+			return err
+		}
+		tgtDSN = tgt.DSN("shop")
+		if err := execSQL(ctx, tgtDSN, schema); err != nil {
 			return err
 		}
 	}
-	srcDSN, tgtDSN := src.DSN("shop"), tgt.DSN("shop")
 	fmt.Printf("  source %s\n  target %s\n", srcDSN, tgtDSN)
-	for _, dsn := range []string{srcDSN, tgtDSN} {
-		if err := execSQL(ctx, dsn, schema); err != nil {
-			return err
-		}
-	}
 	decant := func(args ...string) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, bin, append(args, "--source", srcDSN, "--target", tgtDSN, "--pipeline", "shop")...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		return cmd
 	}
 
-	step("decant init")
-	if err := decant("init").Run(); err != nil {
+	step("decant " + strings.Join(initArgs, " "))
+	if err := decant(initArgs...).Run(); err != nil {
 		return fmt.Errorf("decant init: %w", err)
 	}
 
@@ -120,7 +141,7 @@ func run(ctx context.Context, target string, duration time.Duration) error {
 	if err != nil {
 		return err
 	}
-	if err := waitApplied(ctx, tgtDSN, last, time.Minute); err != nil {
+	if err := waitApplied(ctx, bin, srcDSN, tgtDSN, last, time.Minute); err != nil {
 		return err
 	}
 	step("decant status")
@@ -135,7 +156,7 @@ func run(ctx context.Context, target string, duration time.Duration) error {
 	}
 
 	step("checking that the target equals the source")
-	if err := compare(ctx, srcDSN, tgtDSN); err != nil {
+	if err := check(ctx, srcDSN, tgtDSN, target == "mysql"); err != nil {
 		return err
 	}
 	step(fmt.Sprintf("done in %s", time.Since(began).Round(100*time.Millisecond)))
@@ -224,19 +245,23 @@ func lastXid(ctx context.Context, dsn string) (string, error) {
 	return xid, err
 }
 
-func waitApplied(ctx context.Context, dsn, xid string, timeout time.Duration) error {
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
+// waitApplied polls decant status until the checkpoint names xid.
+func waitApplied(ctx context.Context, bin, srcDSN, tgtDSN, xid string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		var got string
-		if err := conn.QueryRow(ctx, `SELECT coalesce(xid::text, '') FROM decant.checkpoint WHERE pipeline = 'shop'`).Scan(&got); err != nil {
+		out, err := exec.CommandContext(ctx, bin, "status", "--json", "--source", srcDSN, "--target", tgtDSN, "--pipeline", "shop").Output()
+		if err != nil {
+			return fmt.Errorf("decant status: %w", err)
+		}
+		var st struct {
+			Checkpoint struct {
+				Xid uint32 `json:"xid"`
+			} `json:"checkpoint"`
+		}
+		if err := json.Unmarshal(out, &st); err != nil {
 			return err
 		}
-		if got == xid {
+		if fmt.Sprint(st.Checkpoint.Xid) == xid {
 			return nil
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -244,55 +269,28 @@ func waitApplied(ctx context.Context, dsn, xid string, timeout time.Duration) er
 	return errors.New("decant did not apply the last transaction within a minute")
 }
 
-// compare checks every table by row count and a digest of its sorted rows.
-func compare(ctx context.Context, srcDSN, tgtDSN string) error {
-	fmt.Printf("  %-12s %10s %10s  %s\n", "table", "source", "target", "rows equal")
+// check compares every table by its rows (following the type mapping on
+// MySQL) and prints a summary.
+func check(ctx context.Context, srcDSN, tgtDSN string, mysql bool) error {
+	var results []compare.Result
+	var err error
+	if mysql {
+		results, err = compare.MySQL(ctx, srcDSN, tgtDSN, mapping.PolicyError)
+	} else {
+		results, err = compare.PG(ctx, srcDSN, tgtDSN)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Printf("  %-20s %10s %10s  %s\n", "table", "source", "target", "rows equal")
 	ok := true
-	for _, table := range []string{"customers", "orders", "order_items", "audit"} {
-		sn, sd, err := digest(ctx, srcDSN, table)
-		if err != nil {
-			return err
-		}
-		tn, td, err := digest(ctx, tgtDSN, table)
-		if err != nil {
-			return err
-		}
-		same := sn == tn && sd == td
-		ok = ok && same
-		fmt.Printf("  %-12s %10d %10d  %v\n", table, sn, tn, same)
+	for _, r := range results {
+		ok = ok && r.Equal()
+		fmt.Printf("  %-20s %10d %10d  %v\n", r.Table, len(r.Source), len(r.Dest), r.Equal())
 	}
 	if !ok {
 		return errors.New("target differs from source")
 	}
 	fmt.Println("  target equals source")
 	return nil
-}
-
-func digest(ctx context.Context, dsn, table string) (int, string, error) {
-	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		return 0, "", err
-	}
-	cfg.RuntimeParams["TimeZone"] = "UTC"
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return 0, "", err
-	}
-	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, fmt.Sprintf(`SELECT r::text FROM %s r ORDER BY 1`, pgx.Identifier{table}.Sanitize()))
-	if err != nil {
-		return 0, "", err
-	}
-	h := md5.New()
-	n := 0
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return 0, "", err
-		}
-		h.Write([]byte(s))
-		h.Write([]byte{0})
-		n++
-	}
-	return n, fmt.Sprintf("%x", h.Sum(nil)), rows.Err()
 }
