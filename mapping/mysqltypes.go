@@ -253,13 +253,8 @@ func enumType(t *source.Type) (string, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(quoteString(l))
+		b.WriteString(quoteLiteral(l, true))
 	}
 	b.WriteByte(')')
 	return b.String(), nil
-}
-
-// quoteString renders s as a MySQL string literal.
-func quoteString(s string) string {
-	return "'" + strings.NewReplacer(`'`, `''`, `\`, `\\`).Replace(s) + "'"
 }
