@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -76,4 +77,39 @@ func TestMySQLLockWait(t *testing.T) {
 		t.Errorf("decant did not report the lock wait timeout and the retry:\n%s", a.stderr.String())
 	}
 	p.assertEqual()
+}
+
+// TestMySQLValues checks, against values written out by hand (not computed
+// by the mapping code under test), what edge values become on MariaDB
+// under the clamp policy.
+func TestMySQLValues(t *testing.T) {
+	p := newMySQLPair(t)
+	psql(t, p.src, `
+		CREATE TYPE pair AS (a integer, b text);
+		CREATE TYPE mood AS ENUM ('sad', 'happy');
+		CREATE TABLE v (id integer PRIMARY KEY, tstz timestamptz, ts timestamp, d date, n numeric, n4 numeric(12,4),
+			f8 float8, f4 real, b boolean, by bytea, ia integer[], ta text[], pr pair, r int4range, m mood,
+			u uuid, j jsonb, iv interval, tz timetz, t text, c char(5), bits bit(4));`)
+	p.extra = []string{"--on-unrepresentable", "clamp"}
+	p.mustDecant("init", "--create-tables")
+	psql(t, p.src, `INSERT INTO v VALUES
+		(1, '2024-02-29 12:00:00.000001+05:30', '1999-12-31 23:59:59.5', '2000-02-29', 'NaN', 12345678.1234,
+		 'Infinity', '-0', true, '\x00ff00', '{1,NULL,3}', '{a,"b c",NULL,""}', '(1,"x y")', '[1,5)', 'happy',
+		 'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11', '{"b": 1, "a": [true, null]}', '1 year 2 mons 3 days 04:05:06.789',
+		 '12:00:00.5-03', 'emoji 😀 日本', 'ab', B'0101'),
+		(2, 'infinity', '-infinity', '4713-01-01 BC', 'Infinity', -0.0001,
+		 '-Infinity', 'NaN', false, '', '{}', '{}', '(,)', 'empty', 'sad',
+		 NULL, '[]', '-1 days', '23:30:00+00', '', '', B'0000');`)
+	p.mustDecant("run", "--catch-up")
+	cols := "CONCAT_WS('|', tstz, ts, d, IFNULL(n, 'NULL'), n4, f8, IFNULL(f4, 'NULL'), b, HEX(`by`), ia, ta, pr, r, m, IFNULL(u, 'NULL'), j, iv, tz, t, CONCAT('[', c, ']'), bits)"
+	want := map[int]string{
+		1: `2024-02-29 06:30:00.000001|1999-12-31 23:59:59.500000|2000-02-29|NULL|12345678.1234|1.7976931348623157e308|0|1|00FF00|[1,null,3]|["a","b c",null,""]|{"a":1,"b":"x y"}|{"lower":1,"upper":5,"lower_inc":true,"upper_inc":false}|happy|a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11|{"a": [true, null], "b": 1}|1 year 2 mons 3 days 04:05:06.789|15:00:00.500000|emoji 😀 日本|[ab]|0101`,
+		2: `9999-12-31 23:59:59.999999|1000-01-01 00:00:00.000000|1000-01-01|99999999999999999999999999999999999.999999999999999999999999999999|-0.0001|-1.7976931348623157e308|NULL|0||[]|[]|{"a":null,"b":null}|{"empty":true}|sad|NULL|[]|-1 days|23:30:00.000000||[]|0000`,
+	}
+	for id, w := range want {
+		got := p.myValue(fmt.Sprintf("SELECT %s FROM v WHERE id = %d", cols, id))
+		if got != w {
+			t.Errorf("row %d on MariaDB:\n got %s\nwant %s", id, got, w)
+		}
+	}
 }
