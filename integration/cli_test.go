@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -131,5 +132,53 @@ func TestUnreachable(t *testing.T) {
 		if d := time.Since(start); d > 15*time.Second {
 			t.Errorf("%s took %s to report an unreachable source", cmd, d)
 		}
+	}
+}
+
+// TestLifecycleMySQL drives init (twice), run, status and drop against a
+// MariaDB target, named once with a mysql:// URL and once in the driver's
+// own DSN form.
+func TestLifecycleMySQL(t *testing.T) {
+	p := newMySQLPair(t)
+	psql(t, p.src, `CREATE TABLE a (id integer PRIMARY KEY, v text); CREATE SCHEMA other; CREATE TABLE other.a (id integer PRIMARY KEY);`)
+	_, errOut, code := p.decant("init", "--create-tables")
+	if code != 1 {
+		t.Errorf("init with a name collision: exit %d", code)
+	}
+	oneLineError(t, "collision", errOut, "other.a and public.a all map to a", "--map")
+
+	p.mustDecant("init", "--create-tables", "--map", "other.*=other_*")
+	driverForm := *p
+	driverForm.tgt = fmt.Sprintf("decant:decant@tcp(127.0.0.1:%d)/%s", targetMy.Port, p.name)
+	if out := driverForm.mustDecant("init", "--map", "other.*=other_*"); !strings.Contains(out, "already initialized") {
+		t.Errorf("second init (driver DSN form) is not a no-op: %s", out)
+	}
+	psql(t, p.src, `INSERT INTO a SELECT g, 'v' FROM generate_series(1, 50) g; INSERT INTO other.a VALUES (7);`)
+	driverForm.mustDecant("run", "--catch-up", "--map", "other.*=other_*")
+	if n := p.myValue(`SELECT COUNT(*) FROM a`); n != "50" {
+		t.Errorf("a has %s rows on the target, want 50", n)
+	}
+	if n := p.myValue(`SELECT id FROM other_a`); n != "7" {
+		t.Errorf("other.a was not routed to other_a: %q", n)
+	}
+	var st struct {
+		Slot       struct{ Confirmed string `json:"confirmed_flush_lsn"` } `json:"slot"`
+		Checkpoint struct {
+			EndLSN string `json:"end_lsn"`
+			Xid    uint32 `json:"xid"`
+		} `json:"checkpoint"`
+	}
+	out := p.mustDecant("status", "--json")
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	if st.Checkpoint.Xid == 0 || st.Checkpoint.EndLSN == "" || st.Slot.Confirmed != st.Checkpoint.EndLSN {
+		t.Errorf("status: %s", out)
+	}
+	if out := p.mustDecant("drop", "--yes"); !strings.Contains(out, "checkpoint dropped") {
+		t.Errorf("drop said: %s", out)
+	}
+	if n := p.myValue(`SELECT COUNT(*) FROM decant_checkpoint`); n != "0" {
+		t.Errorf("checkpoint row left after drop")
 	}
 }

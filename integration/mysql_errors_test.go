@@ -24,7 +24,9 @@ func TestMySQLTargetProblems(t *testing.T) {
 	}
 	oneLineError(t, "missing database", errOut, "no_such_db", "Unknown database")
 
-	p.mustDecant("init", "--create-tables")
+	if out := p.mustDecant("init", "--create-tables"); !strings.Contains(out, "target column narrow.v is varchar(5) where decant would create longtext") {
+		t.Errorf("init did not report the narrower existing column:\n%s", out)
+	}
 	psql(t, p.src, `INSERT INTO narrow VALUES (1, '`+secret+`');`)
 	_, errOut, code = p.decant("run", "--catch-up")
 	if code != 1 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"strings"
 
 	"github.com/decant/decant/checkpoint"
 	"github.com/decant/decant/mapping"
@@ -33,8 +35,10 @@ func (a *Admin) Close(context.Context) { a.s.close() }
 
 // Check lists what keeps the relations from being applied: target tables
 // that are missing, and other problems (missing columns, types that cannot
-// be converted), one line each.
-func (a *Admin) Check(ctx context.Context, rels []*source.Relation) (missing []source.TableName, problems []string, err error) {
+// be converted), one line each; and, as notes, existing target columns
+// whose type differs from what decant would create (their values may be
+// unrepresentable where the source's are not).
+func (a *Admin) Check(ctx context.Context, rels []*source.Relation) (missing []source.TableName, problems, notes []string, err error) {
 	for _, rel := range rels {
 		name := a.cfg.Router.Route(rel.Table())
 		tt, err := Inspect(ctx, a.s.Conn, name)
@@ -43,14 +47,38 @@ func (a *Admin) Check(ctx context.Context, rels []*source.Relation) (missing []s
 			continue
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		if _, err := newPlan(rel, tt, a.cfg.Columns[rel.Table()], a.cfg.Policy, a.s.Maria); err != nil {
+		p, err := newPlan(rel, tt, a.cfg.Columns[rel.Table()], a.cfg.Policy, a.s.Maria)
+		if err != nil {
 			problems = append(problems, err.Error())
+			continue
+		}
+		for _, i := range p.Cols {
+			c := rel.Columns[i]
+			want, err := mapping.MySQLType(c.Type, c.TypeMod, c.Info)
+			got := tt.MySQL[p.Names[i]].ColumnType
+			if err == nil && !sameMySQLType(want, got) {
+				notes = append(notes, fmt.Sprintf("target column %s.%s is %s where decant would create %s; values it cannot hold follow --on-unrepresentable",
+					targetText(name), p.Names[i], got, strings.ToLower(want)))
+			}
 		}
 	}
-	return missing, problems, nil
+	return missing, problems, notes, nil
 }
+
+// sameMySQLType compares a type decant would create with a COLUMN_TYPE,
+// ignoring case and integer display widths ("int(11)" is INT).
+func sameMySQLType(want, got string) bool {
+	want, got = strings.ToLower(want), strings.ToLower(got)
+	got = displayWidth.ReplaceAllString(got, "$1")
+	if want == "tinyint(1)" {
+		return got == "tinyint" || got == "tinyint(1)"
+	}
+	return want == got
+}
+
+var displayWidth = regexp.MustCompile(`^((?:tiny|small|medium|big)?int)\(\d+\)`)
 
 // EnsureCheckpoint creates the checkpoint table and the pipeline's row.
 func (a *Admin) EnsureCheckpoint(ctx context.Context, row checkpoint.Row) (checkpoint.Row, bool, error) {

@@ -36,7 +36,10 @@ func (a *Admin) Close(ctx context.Context) { a.conn.Close(ctx) }
 
 // Check lists what keeps the relations from being applied: target tables
 // that are missing (first value) and other problems, one line each.
-func (a *Admin) Check(ctx context.Context, rels []*source.Relation) (missing []source.TableName, problems []string, err error) {
+// PostgreSQL targets take values in their text form, so differing column
+// types surface as apply errors only when a value does not fit; there are
+// no notes.
+func (a *Admin) Check(ctx context.Context, rels []*source.Relation) (missing []source.TableName, problems, notes []string, err error) {
 	for _, rel := range rels {
 		name := a.cfg.Router.Route(rel.Table())
 		tt, err := Inspect(ctx, a.conn, name)
@@ -45,13 +48,13 @@ func (a *Admin) Check(ctx context.Context, rels []*source.Relation) (missing []s
 			continue
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if _, err := mapping.NewPlan(rel, *tt, a.cfg.Columns[rel.Table()]); err != nil {
 			problems = append(problems, err.Error())
 		}
 	}
-	return missing, problems, nil
+	return missing, problems, nil, nil
 }
 
 // EnsureCheckpoint creates the checkpoint table and the pipeline's row.

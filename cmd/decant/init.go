@@ -145,7 +145,7 @@ func checkTables(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, 
 	if err := c.router().CheckCollisions(names); err != nil {
 		return nil, err
 	}
-	missing, problems, err := tgt.Check(ctx, rels)
+	missing, problems, notes, err := tgt.Check(ctx, rels)
 	if err != nil {
 		return nil, err
 	}
@@ -153,9 +153,12 @@ func checkTables(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, 
 		if err := createTables(ctx, c, src, tgt, tables, missing, log); err != nil {
 			return nil, err
 		}
-		if missing, problems, err = tgt.Check(ctx, rels); err != nil {
+		if missing, problems, notes, err = tgt.Check(ctx, rels); err != nil {
 			return nil, err
 		}
+	}
+	for _, n := range notes {
+		log.Warn(n)
 	}
 	if len(missing) > 0 {
 		problems = append([]string{fmt.Sprintf("target lacks table(s) %s; create them on the target first", joinNames(missing))}, problems...)

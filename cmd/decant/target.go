@@ -15,7 +15,7 @@ import (
 // targetAdmin is what init, status and drop need from a target dialect
 // (apply/pg.Admin, apply/mysql.Admin).
 type targetAdmin interface {
-	Check(ctx context.Context, rels []*source.Relation) (missing []source.TableName, problems []string, err error)
+	Check(ctx context.Context, rels []*source.Relation) (missing []source.TableName, problems, notes []string, err error)
 	Create(ctx context.Context, defs []*source.TableDef) (notes []string, err error)
 	EnsureCheckpoint(ctx context.Context, row checkpoint.Row) (checkpoint.Row, bool, error)
 	ReadCheckpoint(ctx context.Context, pipeline string) (checkpoint.Row, error)
