@@ -162,7 +162,9 @@ func TestLifecycleMySQL(t *testing.T) {
 		t.Errorf("other.a was not routed to other_a: %q", n)
 	}
 	var st struct {
-		Slot       struct{ Confirmed string `json:"confirmed_flush_lsn"` } `json:"slot"`
+		Slot struct {
+			Confirmed string `json:"confirmed_flush_lsn"`
+		} `json:"slot"`
 		Checkpoint struct {
 			EndLSN string `json:"end_lsn"`
 			Xid    uint32 `json:"xid"`
