@@ -125,6 +125,21 @@ func run(ctx context.Context, rows int) error {
 	if out, err := decant("init").CombinedOutput(); err != nil {
 		return fmt.Errorf("decant init: %v\n%s", err, out)
 	}
+	// A second pipeline from the same source into MariaDB.
+	my, err := harness.StartMariaDB(ctx)
+	if err != nil {
+		return err
+	}
+	defer my.Remove()
+	if err := my.CreateDatabase(ctx, "bench"); err != nil {
+		return err
+	}
+	decantMy := func(args ...string) *exec.Cmd {
+		return exec.CommandContext(ctx, bin, append(args, "--source", srcDSN, "--target", my.DSN("bench"), "--pipeline", "bench_my")...)
+	}
+	if out, err := decantMy("init", "--create-tables").CombinedOutput(); err != nil {
+		return fmt.Errorf("decant init (MariaDB): %v\n%s", err, out)
+	}
 	// The native subscription and the drain get their own slots on the
 	// same publication, created before any load.
 	if err := execSQL(ctx, srcDSN, `SELECT pg_create_logical_replication_slot('native', 'pgoutput');
@@ -167,6 +182,10 @@ func run(ctx context.Context, rows int) error {
 		}
 		results = append(results, r)
 		if r, err = timeNative(ctx, srcDSN, tgt.DSN("native")); err != nil {
+			return err
+		}
+		results = append(results, r)
+		if r, err = timeCmd("decant run --catch-up into MariaDB", decantMy("run", "--catch-up")); err != nil {
 			return err
 		}
 		results = append(results, r)
