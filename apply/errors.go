@@ -83,3 +83,26 @@ func slotBusy(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "55006"
 }
+
+// Origin says which source change a target statement came from, so that
+// a failure can name it.
+type Origin struct {
+	Op     string // "insert", "update", "checkpoint"...
+	Table  source.TableName
+	Txn    *source.Txn
+	Expect int // rows the statement must affect; -1 for any
+}
+
+// Fail wraps err as the Error of this origin.
+func (o Origin) Fail(err error) error {
+	return &Error{Op: o.Op, Table: o.Table, Xid: o.Txn.Xid, Commit: o.Txn.Commit, Err: err}
+}
+
+// ChangeError names the change in err unless err already names one.
+func ChangeError(txn *source.Txn, c *source.Change, err error) error {
+	var ae *Error
+	if errors.As(err, &ae) {
+		return err
+	}
+	return &Error{Op: c.Op.String(), Table: c.Rel.Table(), Xid: txn.Xid, Commit: txn.Commit, Err: err}
+}

@@ -16,9 +16,17 @@ func TestMySQLTargetProblems(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	odd := newMySQLPair(t)
+	psql(t, odd.src, `CREATE TABLE odd (id integer PRIMARY KEY, r regclass);`)
+	_, errOut, code := odd.decant("init", "--create-tables")
+	if code != 1 {
+		t.Errorf("init with an unsupported type: exit %d", code)
+	}
+	oneLineError(t, "unsupported type", errOut, "public.odd", "column r", "unsupported source type")
+
 	nodb := *p
 	nodb.tgt = targetMy.DSN("no_such_db")
-	_, errOut, code := nodb.decant("init", "--create-tables")
+	_, errOut, code = nodb.decant("init", "--create-tables")
 	if code != 1 {
 		t.Errorf("init into a missing database: exit %d", code)
 	}

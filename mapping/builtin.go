@@ -170,7 +170,7 @@ func TypeOf(oid uint32, info *source.Type) (*source.Type, error) {
 	if t := BuiltinType(oid); t != nil {
 		return t, nil
 	}
-	return nil, fmt.Errorf("unsupported source type OID %d", oid)
+	return nil, fmt.Errorf("unsupported source type OID %d (leave the column out with exclude: in the config file's columns section, or change its type on the source)", oid)
 }
 
 // maxTypeDepth bounds how deep domains, arrays, composites and ranges may

@@ -137,3 +137,52 @@ func (p *Plan) indexesOf(names []string) []int {
 // Identifies reports whether UPDATE and DELETE can find rows at all: a
 // relation with replica identity NOTHING sends no old values.
 func (p *Plan) Identifies() bool { return p.Rel.Identity != source.IdentityNothing }
+
+// WhereCols lists the columns whose old values find a row: the key, or
+// every written column when there is none.
+func (p *Plan) WhereCols() []int {
+	if p.WholeRow {
+		return p.Cols
+	}
+	return p.Key
+}
+
+// UpdateShapes hands out the UPDATE statement for each set of columns an
+// update writes (all written columns but unchanged TOAST values and Fixed
+// columns), rendering each shape once.
+type UpdateShapes struct {
+	plan   *Plan
+	render func(set []bool) string
+	set    []bool
+	key    []byte
+	cache  map[string]string
+}
+
+// NewUpdateShapes returns the cache for a plan and a dialect's renderer.
+func (p *Plan) NewUpdateShapes(render func(set []bool) string) *UpdateShapes {
+	n := len(p.Rel.Columns)
+	return &UpdateShapes{plan: p, render: render, set: make([]bool, n), key: make([]byte, n), cache: map[string]string{}}
+}
+
+// For returns the statement for a new row and the columns it sets. The
+// slice is reused by the next call.
+func (u *UpdateShapes) For(row []source.Value) (sql string, set []bool) {
+	for i, v := range row {
+		u.set[i] = v.Kind != source.ValueUnchanged && u.plan.Names[i] != ""
+	}
+	for _, i := range u.plan.Fixed {
+		u.set[i] = false
+	}
+	for i, s := range u.set {
+		u.key[i] = '0'
+		if s {
+			u.key[i] = '1'
+		}
+	}
+	sql, ok := u.cache[string(u.key)]
+	if !ok {
+		sql = u.render(u.set)
+		u.cache[string(u.key)] = sql
+	}
+	return sql, u.set
+}

@@ -139,7 +139,7 @@ func TestTypeOf(t *testing.T) {
 		t.Errorf("TypeOf(25) = %v, %v", got, err)
 	}
 	_, err := TypeOf(2205, nil)
-	if err == nil || err.Error() != "unsupported source type OID 2205" {
+	if err == nil || err.Error() != "unsupported source type OID 2205 (leave the column out with exclude: in the config file's columns section, or change its type on the source)" {
 		t.Errorf("TypeOf(2205) error = %v", err)
 	}
 }
@@ -199,7 +199,7 @@ func TestMySQLTypeErrors(t *testing.T) {
 		info *source.Type
 		want string
 	}{
-		{"unknown OID", 2205, nil, "unsupported source type OID 2205"},
+		{"unknown OID", 2205, nil, "unsupported source type OID 2205 (leave the column out with exclude: in the config file's columns section, or change its type on the source)"},
 		{"enum without labels", 1, &source.Type{Name: "public.none", Kind: source.KindEnum}, "enum public.none has no labels"},
 		{"domain without base", 1, &source.Type{Name: "public.d", Kind: source.KindDomain}, "domain public.d has no usable base type"},
 	}
@@ -232,7 +232,7 @@ func TestMySQLConverterPairErrors(t *testing.T) {
 		{"text into BIT", col(oidText, -1), mycol("bit(8)"), "cannot write PostgreSQL text into MySQL bit(8)"},
 		{"bool into YEAR", col(oidBool, -1), mycol("year(4)"), "cannot write PostgreSQL bool into MySQL year(4)"},
 		{"int4 into ENUM", col(oidInt4, -1), mycol("enum('a')"), "cannot write PostgreSQL int4 into MySQL enum('a')"},
-		{"unknown source OID", col(2205, -1), mycol("longtext"), "unsupported source type OID 2205"},
+		{"unknown source OID", col(2205, -1), mycol("longtext"), "unsupported source type OID 2205 (leave the column out with exclude: in the config file's columns section, or change its type on the source)"},
 		{"unknown target type", col(oidText, -1), mycol("geometry"), "unsupported MySQL type geometry"},
 		{"generated target", col(oidText, -1), MySQLColumn{Name: "g", DataType: "text", Generated: true}, "target column g is generated"},
 	}

@@ -14,23 +14,10 @@ import (
 	"github.com/decant/decant/source"
 )
 
-// stmtInfo remembers what a batched statement was for, to name the
-// transaction and table when it fails.
-type stmtInfo struct {
-	op     string
-	table  source.TableName
-	txn    *source.Txn
-	expect int // rows it must affect; -1 for any
-}
-
-func (i stmtInfo) fail(err error) error {
-	return &apply.Error{Op: i.op, Table: i.table, Xid: i.txn.Xid, Commit: i.txn.Commit, Err: err}
-}
-
 type stmt struct {
 	sql  string
 	args []any
-	info stmtInfo
+	info apply.Origin
 }
 
 // batch is the statements waiting for the next round trip.
@@ -40,7 +27,7 @@ type batch struct {
 	bytes int
 }
 
-func (b *batch) add(sql string, args []any, info stmtInfo) {
+func (b *batch) add(sql string, args []any, info apply.Origin) {
 	b.stmts = append(b.stmts, stmt{sql, args, info})
 	b.bytes += len(sql) + argBytes(args)
 }
@@ -106,8 +93,8 @@ func (t *Target) flush(ctx context.Context) error {
 		return fmt.Errorf("target answered %d results for %d statements", len(counts), len(prefix)+len(b.stmts))
 	}
 	for i, s := range b.stmts {
-		if got := counts[len(prefix)+i]; s.info.expect >= 0 && got != int64(s.info.expect) {
-			return s.info.fail(rowCountError(s.info, got))
+		if got := counts[len(prefix)+i]; s.info.Expect >= 0 && got != int64(s.info.Expect) {
+			return s.info.Fail(rowCountError(s.info, got))
 		}
 	}
 	return nil
@@ -117,7 +104,7 @@ func (t *Target) flush(ctx context.Context) error {
 // is one (outside a transaction: the checkpoint alone).
 func (t *Target) batchError(err error) error {
 	if len(t.batch.stmts) == 1 {
-		return t.batch.stmts[0].info.fail(describe(err))
+		return t.batch.stmts[0].info.Fail(describe(err))
 	}
 	return describe(err)
 }
@@ -131,25 +118,25 @@ func (t *Target) diagnose(ctx context.Context, batchErr error) error {
 	for _, s := range t.batch.stmts {
 		res, err := t.exec(ctx, s.sql, s.args)
 		if err != nil {
-			return s.info.fail(describe(err))
+			return s.info.Fail(describe(err))
 		}
-		if got := res.AllRowsAffected(); s.info.expect >= 0 && len(got) == 1 && got[0] != int64(s.info.expect) {
-			return s.info.fail(rowCountError(s.info, got[0]))
+		if got := res.AllRowsAffected(); s.info.Expect >= 0 && len(got) == 1 && got[0] != int64(s.info.Expect) {
+			return s.info.Fail(rowCountError(s.info, got[0]))
 		}
 	}
 	return describe(batchErr)
 }
 
-func rowCountError(info stmtInfo, got int64) error {
+func rowCountError(info apply.Origin, got int64) error {
 	switch {
-	case info.op == "checkpoint":
+	case info.Op == "checkpoint":
 		return fmt.Errorf("%w: the stored checkpoint is past this position; another decant is applying this pipeline, stop it", checkpoint.ErrRegressed)
-	case info.op == "insert":
-		return fmt.Errorf("%d of %d rows inserted", got, info.expect)
-	case got < int64(info.expect):
-		return fmt.Errorf("%d of %d changed rows found on the target: the target has diverged from the source (a row was changed or removed behind decant's back, or the table was not copied before streaming)", got, info.expect)
+	case info.Op == "insert":
+		return fmt.Errorf("%d of %d rows inserted", got, info.Expect)
+	case got < int64(info.Expect):
+		return fmt.Errorf("%d of %d changed rows found on the target: the target has diverged from the source (a row was changed or removed behind decant's back, or the table was not copied before streaming)", got, info.Expect)
 	}
-	return fmt.Errorf("%d target rows matched, expected %d: the target table lacks the source's primary key or unique constraint", got, info.expect)
+	return fmt.Errorf("%d target rows matched, expected %d: the target table lacks the source's primary key or unique constraint", got, info.Expect)
 }
 
 // exec runs a query on the raw driver connection, whose result reports

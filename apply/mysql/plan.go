@@ -153,9 +153,7 @@ type plan struct {
 	deleteHead string
 	keyMarks   string
 	deleteOne  string
-	updates    map[string]string
-	set        []bool
-	mask       []byte
+	updates    *mapping.UpdateShapes
 }
 
 func (t *Target) plan(ctx context.Context, rel *source.Relation) (*plan, error) {
@@ -186,13 +184,11 @@ func newPlan(rel *source.Relation, tt *Table, rules mapping.ColumnRules, policy 
 		return nil, err
 	}
 	p := &plan{
-		Plan:    mp,
-		conv:    make([]mapping.Converter, len(rel.Columns)),
-		cmp:     make([]comparer, len(rel.Columns)),
-		updates: map[string]string{},
-		set:     make([]bool, len(rel.Columns)),
-		mask:    make([]byte, len(rel.Columns)),
+		Plan: mp,
+		conv: make([]mapping.Converter, len(rel.Columns)),
+		cmp:  make([]comparer, len(rel.Columns)),
 	}
+	p.updates = mp.NewUpdateShapes(func(set []bool) string { return renderUpdate(mp, set, p.cmp) })
 	var bad []string
 	for _, i := range mp.Cols {
 		col := tt.MySQL[mp.Names[i]]
@@ -236,29 +232,4 @@ func (p *plan) convertRow(args []any, row []source.Value, cols []int) ([]any, er
 		args = append(args, out)
 	}
 	return args, nil
-}
-
-// setMask marks the new values an UPDATE writes: all written columns but
-// unchanged TOAST values. The slice is reused by the next call.
-func (p *plan) setMask(row []source.Value) []bool {
-	for i, v := range row {
-		p.set[i] = v.Kind != source.ValueUnchanged && p.Names[i] != ""
-	}
-	return p.set
-}
-
-// updateSQL returns the UPDATE for a set mask, rendered once per mask.
-func (p *plan) updateSQL(set []bool) string {
-	for i, s := range set {
-		p.mask[i] = '0'
-		if s {
-			p.mask[i] = '1'
-		}
-	}
-	if sql, ok := p.updates[string(p.mask)]; ok {
-		return sql
-	}
-	sql := renderUpdate(p.Plan, set, p.cmp)
-	p.updates[string(p.mask)] = sql
-	return sql
 }

@@ -53,20 +53,12 @@ func compareWith(tgt mapping.MySQLColumn, maria bool) comparer {
 	}
 }
 
-// whereColumns lists the source columns whose old values find the row.
-func whereColumns(p *mapping.Plan) []int {
-	if p.WholeRow {
-		return p.Cols
-	}
-	return p.Key
-}
-
 // renderWhere finds a row by its key, or without one by all its written
 // columns, NULL-safe (<=>), one row at a time (LIMIT 1) so that identical
 // duplicates are changed one by one as on the source.
 func renderWhere(p *mapping.Plan, cmp []comparer) string {
 	var b strings.Builder
-	for n, i := range whereColumns(p) {
+	for n, i := range p.WhereCols() {
 		if n > 0 {
 			b.WriteString(" AND ")
 		}

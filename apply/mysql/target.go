@@ -11,7 +11,6 @@ package mysql
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -164,11 +163,7 @@ func (t *Target) Apply(ctx context.Context, txn *source.Txn, changes []source.Ch
 	for i := range changes {
 		c := &changes[i]
 		if err := t.change(ctx, txn, c); err != nil {
-			var ae *apply.Error
-			if errors.As(err, &ae) {
-				return err
-			}
-			return &apply.Error{Op: c.Op.String(), Table: c.Rel.Table(), Xid: txn.Xid, Commit: txn.Commit, Err: err}
+			return apply.ChangeError(txn, c, err)
 		}
 	}
 	return nil
@@ -217,11 +212,11 @@ func (t *Target) delete(ctx context.Context, txn *source.Txn, p *plan, c *source
 		if err := t.endRun(ctx); err != nil {
 			return err
 		}
-		args, err := p.convertRow(nil, c.Old, whereColumns(p.Plan))
+		args, err := p.convertRow(nil, c.Old, p.WhereCols())
 		if err != nil {
 			return err
 		}
-		t.batch.add(p.deleteOne, args, stmtInfo{op: "delete", table: p.Target, txn: txn, expect: 1})
+		t.batch.add(p.deleteOne, args, apply.Origin{Op: "delete", Table: p.Target, Txn: txn, Expect: 1})
 		return t.maybeFlush(ctx)
 	}
 	if !t.run.continues(runDelete, p, txn) {
@@ -249,8 +244,7 @@ func keyRow(c *source.Change) []source.Value {
 }
 
 func (t *Target) update(ctx context.Context, txn *source.Txn, p *plan, c *source.Change) error {
-	set := p.setMask(c.New)
-	sql := p.updateSQL(set)
+	sql, set := p.updates.For(c.New)
 	var setCols []int
 	for _, i := range p.Cols {
 		if set[i] {
@@ -261,10 +255,10 @@ func (t *Target) update(ctx context.Context, txn *source.Txn, p *plan, c *source
 	if err != nil {
 		return err
 	}
-	if args, err = p.convertRow(args, keyRow(c), whereColumns(p.Plan)); err != nil {
+	if args, err = p.convertRow(args, keyRow(c), p.WhereCols()); err != nil {
 		return err
 	}
-	t.batch.add(sql, args, stmtInfo{op: "update", table: p.Target, txn: txn, expect: 1})
+	t.batch.add(sql, args, apply.Origin{Op: "update", Table: p.Target, Txn: txn, Expect: 1})
 	return t.maybeFlush(ctx)
 }
 
@@ -281,7 +275,7 @@ func (t *Target) truncate(ctx context.Context, txn *source.Txn, c *source.Change
 		if _, err := t.table(ctx, name); err != nil {
 			return &apply.Error{Op: "truncate", Table: rel.Table(), Xid: txn.Xid, Commit: txn.Commit, Err: err}
 		}
-		t.batch.add("DELETE FROM "+quoteTable(name), nil, stmtInfo{op: "truncate", table: rel.Table(), txn: txn, expect: -1})
+		t.batch.add("DELETE FROM "+quoteTable(name), nil, apply.Origin{Op: "truncate", Table: rel.Table(), Txn: txn, Expect: -1})
 	}
 	return t.maybeFlush(ctx)
 }
@@ -321,7 +315,7 @@ func (t *Target) endRun(ctx context.Context) error {
 		b.WriteByte(')')
 	}
 	op := map[runKind]string{runInsert: "insert", runDelete: "delete"}[r.kind]
-	t.batch.add(b.String(), r.args, stmtInfo{op: op, table: r.plan.Rel.Table(), txn: r.txn, expect: r.rows})
+	t.batch.add(b.String(), r.args, apply.Origin{Op: op, Table: r.plan.Rel.Table(), Txn: r.txn, Expect: r.rows})
 	r.args = nil // now owned by the batch
 	r.reset()
 	return t.maybeFlush(ctx)
@@ -344,7 +338,7 @@ func (t *Target) Commit(ctx context.Context, cp checkpoint.Row) error {
 	if err := t.endRun(ctx); err != nil {
 		return err
 	}
-	info := stmtInfo{op: "checkpoint", txn: &source.Txn{Xid: cp.Xid, Commit: cp.Commit}, expect: 1}
+	info := apply.Origin{Op: "checkpoint", Txn: &source.Txn{Xid: cp.Xid, Commit: cp.Commit}, Expect: 1}
 	t.batch.add(checkpoint.MySQLAdvance, cp.MySQLAdvanceArgs(), info)
 	if err := t.flush(ctx); err != nil {
 		return err

@@ -13,41 +13,28 @@ import (
 	"github.com/decant/decant/source"
 )
 
-// stmtInfo remembers what a batched statement was for, to name the
-// transaction and table when it fails.
-type stmtInfo struct {
-	op     string
-	table  source.TableName
-	txn    *source.Txn
-	expect int // rows it must affect; -1 for any
-}
-
-func (i stmtInfo) fail(err error) error {
-	return &apply.Error{Op: i.op, Table: i.table, Xid: i.txn.Xid, Commit: i.txn.Commit, Err: err}
-}
-
 // batch is the statements waiting for the next round trip.
 type batch struct {
 	b     pgconn.Batch
-	info  []stmtInfo
+	info  []apply.Origin
 	bytes int
 }
 
 func (b *batch) len() int { return len(b.info) }
 
-func (b *batch) add(sql string, args [][]byte, info stmtInfo) {
+func (b *batch) add(sql string, args [][]byte, info apply.Origin) {
 	b.b.ExecParams(sql, args, nil, nil, nil)
 	b.note(args, info)
 }
 
 // addPrepared queues a prepared statement; args are encoded at once and may
 // be reused by the caller.
-func (b *batch) addPrepared(name string, args [][]byte, info stmtInfo) {
+func (b *batch) addPrepared(name string, args [][]byte, info apply.Origin) {
 	b.b.ExecPrepared(name, args, nil, nil)
 	b.note(args, info)
 }
 
-func (b *batch) note(args [][]byte, info stmtInfo) {
+func (b *batch) note(args [][]byte, info apply.Origin) {
 	b.info = append(b.info, info)
 	for _, a := range args {
 		b.bytes += len(a)

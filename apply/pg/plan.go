@@ -15,9 +15,7 @@ type plan struct {
 	insertSQL string
 	copySQL   string
 	deleteSQL string
-	updates   map[string]string // set mask → UPDATE statement
-	mask      []byte            // scratch for the mask key
-	set       []bool            // scratch for the set mask
+	updates   *mapping.UpdateShapes
 }
 
 func (t *Target) plan(ctx context.Context, rel *source.Relation) (*plan, error) {
@@ -41,41 +39,11 @@ func (t *Target) plan(ctx context.Context, rel *source.Relation) (*plan, error) 
 		insertSQL: renderInsert(mp),
 		copySQL:   renderCopy(mp),
 		deleteSQL: renderDelete(mp),
-		updates:   map[string]string{},
-		set:       make([]bool, len(rel.Columns)),
-		mask:      make([]byte, len(rel.Columns)),
+		updates:   mp.NewUpdateShapes(func(set []bool) string { return renderUpdate(mp, set) }),
 	}
 	t.plans[rel] = p
 	t.last = p
 	return p, nil
-}
-
-// setMask marks the new values an UPDATE writes: all but unchanged TOAST
-// values. The slice is reused by the next call.
-func (p *plan) setMask(row []source.Value) []bool {
-	for i, v := range row {
-		p.set[i] = v.Kind != source.ValueUnchanged && p.Names[i] != ""
-	}
-	for _, col := range p.Fixed {
-		p.set[col] = false
-	}
-	return p.set
-}
-
-// updateSQL returns the UPDATE for a set mask, rendered once per mask.
-func (p *plan) updateSQL(set []bool) string {
-	for i, s := range set {
-		p.mask[i] = '0'
-		if s {
-			p.mask[i] = '1'
-		}
-	}
-	if sql, ok := p.updates[string(p.mask)]; ok {
-		return sql
-	}
-	sql := renderUpdate(p.Plan, set)
-	p.updates[string(p.mask)] = sql
-	return sql
 }
 
 var errOldRow = errors.New("the source sent no usable old value for a column that identifies the row")
@@ -87,7 +55,7 @@ func (p *plan) appendWhere(args [][]byte, c *source.Change) ([][]byte, error) {
 	if row == nil {
 		row = c.New
 	}
-	for _, col := range whereColumns(p.Plan) {
+	for _, col := range p.WhereCols() {
 		v := row[col]
 		if v.Kind == source.ValueUnchanged || v.Kind == source.ValueBinary {
 			return nil, fmt.Errorf("%w (column %s)", errOldRow, p.Rel.Columns[col].Name)

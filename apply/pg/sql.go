@@ -87,7 +87,7 @@ func renderUpdate(p *mapping.Plan, set []bool) string {
 	}
 	b.WriteString(" WHERE ")
 	b.WriteString(renderWhere(p, n+1))
-	n += len(whereColumns(p))
+	n += len(p.WhereCols())
 	for k, i := range p.Fixed {
 		fmt.Fprintf(&b, " AND %s = $%d", quoteIdent(p.Names[i]), n+1+k)
 	}
@@ -96,14 +96,6 @@ func renderUpdate(p *mapping.Plan, set []bool) string {
 
 func renderDelete(p *mapping.Plan) string {
 	return fmt.Sprintf("DELETE FROM %s WHERE %s", quoteTable(p.Target), renderWhere(p, 1))
-}
-
-// whereColumns lists the source columns whose old values find the row.
-func whereColumns(p *mapping.Plan) []int {
-	if p.WholeRow {
-		return p.Cols
-	}
-	return p.Key
 }
 
 // renderWhere finds a row by key, or, without a key, picks one row whose
@@ -115,7 +107,7 @@ func whereColumns(p *mapping.Plan) []int {
 // source.
 func renderWhere(p *mapping.Plan, first int) string {
 	var b strings.Builder
-	cols := whereColumns(p)
+	cols := p.WhereCols()
 	if !p.WholeRow {
 		for k, i := range cols {
 			if k > 0 {

@@ -159,7 +159,7 @@ func TestRenderWhere(t *testing.T) {
 		tb    table
 		first int
 		want  string
-		cols  []int // whereColumns
+		cols  []int // WhereCols
 	}{
 		{"key from 1", orders, 1, `"id" = $1`, []int{0}},
 		{"key from 7", orders, 7, `"id" = $7`, []int{0}},
@@ -179,8 +179,8 @@ func TestRenderWhere(t *testing.T) {
 			if got := renderWhere(p, tt.first); got != tt.want {
 				t.Errorf("renderWhere:\n got %s\nwant %s", got, tt.want)
 			}
-			if got := whereColumns(p); !slices.Equal(got, tt.cols) {
-				t.Errorf("whereColumns = %v, want %v", got, tt.cols)
+			if got := p.WhereCols(); !slices.Equal(got, tt.cols) {
+				t.Errorf("WhereCols = %v, want %v", got, tt.cols)
 			}
 		})
 	}
@@ -257,7 +257,7 @@ func TestRenderUpdate(t *testing.T) {
 					n++
 				}
 			}
-			n += len(whereColumns(p)) + len(p.Fixed)
+			n += len(p.WhereCols()) + len(p.Fixed)
 			checkDense(t, got, n)
 		})
 	}
@@ -280,9 +280,9 @@ func checkDense(t *testing.T, sql string, n int) {
 	}
 }
 
-// TestSetMaskAndUpdateSQL follows an UPDATE through plan: setMask drops
-// unchanged TOAST values and Fixed columns, updateSQL renders one statement
-// per mask.
+// TestSetMaskAndUpdateSQL follows an UPDATE through mapping.UpdateShapes:
+// unchanged TOAST values and Fixed columns are left out, and each shape is
+// rendered once.
 func TestSetMaskAndUpdateSQL(t *testing.T) {
 	text := func(s string) source.Value { return source.Value{Kind: source.ValueText, Data: []byte(s)} }
 	null := source.Value{Kind: source.ValueNull}
@@ -310,33 +310,18 @@ func TestSetMaskAndUpdateSQL(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			mp := tt.tb.plan(t)
-			p := &plan{Plan: mp, updates: map[string]string{},
-				set: make([]bool, len(mp.Rel.Columns)), mask: make([]byte, len(mp.Rel.Columns))}
-			set := p.setMask(tt.row)
+			renders := 0
+			shapes := mp.NewUpdateShapes(func(set []bool) string { renders++; return renderUpdate(mp, set) })
+			got, set := shapes.For(tt.row)
 			if !slices.Equal(set, tt.set) {
-				t.Fatalf("setMask = %v, want %v", set, tt.set)
+				t.Fatalf("set = %v, want %v", set, tt.set)
 			}
-			if got := p.updateSQL(set); got != tt.want {
-				t.Errorf("updateSQL:\n got %s\nwant %s", got, tt.want)
+			if got != tt.want {
+				t.Errorf("UPDATE:\n got %s\nwant %s", got, tt.want)
 			}
-			if len(p.updates) != 1 {
-				t.Errorf("%d statements cached, want 1", len(p.updates))
-			}
-			// Another mask renders another statement; the first stays cached.
-			all := make([]bool, len(set))
-			for i := range all {
-				all[i] = !slices.Contains(mp.Fixed, i)
-			}
-			other := p.updateSQL(all)
-			if slices.Equal(set, all) {
-				if other != tt.want || len(p.updates) != 1 {
-					t.Errorf("same mask rendered again: %d cached", len(p.updates))
-				}
-			} else if other != renderUpdate(mp, all) || len(p.updates) != 2 {
-				t.Errorf("second mask: got %s with %d cached", other, len(p.updates))
-			}
-			if got := p.updateSQL(tt.set); got != tt.want {
-				t.Errorf("cached statement for the first mask:\n got %s\nwant %s", got, tt.want)
+			// The same shape again is served from the cache.
+			if again, _ := shapes.For(tt.row); again != tt.want || renders != 1 {
+				t.Errorf("second call rendered again (%d renders)", renders)
 			}
 		})
 	}

@@ -123,17 +123,13 @@ func (t *Target) Close(ctx context.Context) {
 // Apply writes changes of txn into the open transaction.
 func (t *Target) Apply(ctx context.Context, txn *source.Txn, changes []source.Change) error {
 	if !t.inTx {
-		t.batch.add("BEGIN", nil, stmtInfo{op: "begin", txn: txn, expect: -1})
+		t.batch.add("BEGIN", nil, apply.Origin{Op: "begin", Txn: txn, Expect: -1})
 		t.inTx = true
 	}
 	for i := range changes {
 		c := &changes[i]
 		if err := t.change(ctx, txn, c); err != nil {
-			var ae *apply.Error
-			if errors.As(err, &ae) {
-				return err
-			}
-			return &apply.Error{Op: c.Op.String(), Table: c.Rel.Table(), Xid: txn.Xid, Commit: txn.Commit, Err: err}
+			return apply.ChangeError(txn, c, err)
 		}
 	}
 	return nil
@@ -191,8 +187,8 @@ func (t *Target) maybeFlush(ctx context.Context) error {
 }
 
 func (t *Target) update(ctx context.Context, txn *source.Txn, p *plan, c *source.Change) error {
-	set := p.setMask(c.New)
-	name, err := t.prepare(ctx, p.updateSQL(set))
+	sql, set := p.updates.For(c.New)
+	name, err := t.prepare(ctx, sql)
 	if err != nil {
 		return err
 	}
@@ -210,7 +206,7 @@ func (t *Target) update(ctx context.Context, txn *source.Txn, p *plan, c *source
 		args = append(args, param(c.New[col]))
 	}
 	t.args = args
-	t.batch.addPrepared(name, args, stmtInfo{op: "update", table: p.Target, txn: txn, expect: 1})
+	t.batch.addPrepared(name, args, apply.Origin{Op: "update", Table: p.Target, Txn: txn, Expect: 1})
 	return nil
 }
 
@@ -224,7 +220,7 @@ func (t *Target) delete(ctx context.Context, txn *source.Txn, p *plan, c *source
 		return err
 	}
 	t.args = args
-	t.batch.addPrepared(name, args, stmtInfo{op: "delete", table: p.Target, txn: txn, expect: 1})
+	t.batch.addPrepared(name, args, apply.Origin{Op: "delete", Table: p.Target, Txn: txn, Expect: 1})
 	return nil
 }
 
@@ -239,7 +235,7 @@ func (t *Target) truncate(ctx context.Context, txn *source.Txn, c *source.Change
 		names[i], partitioned[i] = tt.Name, tt.Partitioned
 	}
 	t.batch.add(renderTruncate(names, partitioned, c.RestartIdentity), nil,
-		stmtInfo{op: "truncate", table: names[0], txn: txn, expect: -1})
+		apply.Origin{Op: "truncate", Table: names[0], Txn: txn, Expect: -1})
 	return t.maybeFlush(ctx)
 }
 
@@ -263,7 +259,7 @@ func (t *Target) endRun(ctx context.Context) error {
 				args = append(args, param(c.New[i]))
 			}
 			t.args = args
-			t.batch.addPrepared(name, args, stmtInfo{op: "insert", table: r.plan.Target, txn: r.txn, expect: 1})
+			t.batch.addPrepared(name, args, apply.Origin{Op: "insert", Table: r.plan.Target, Txn: r.txn, Expect: 1})
 		}
 		return t.maybeFlush(ctx)
 	}
@@ -301,23 +297,23 @@ func (t *Target) flush(ctx context.Context) error {
 		info := t.batch.info[i]
 		switch {
 		case err != nil:
-			failed = info.fail(describe(err))
-		case info.expect >= 0 && tag.RowsAffected() != int64(info.expect):
-			failed = info.fail(rowCountError(info, tag.RowsAffected()))
+			failed = info.Fail(describe(err))
+		case info.Expect >= 0 && tag.RowsAffected() != int64(info.Expect):
+			failed = info.Fail(rowCountError(info, tag.RowsAffected()))
 		}
 	}
 	if err := mrr.Close(); err != nil && failed == nil {
 		failed = describe(err)
 		if i < len(t.batch.info) {
-			failed = t.batch.info[i].fail(failed)
+			failed = t.batch.info[i].Fail(failed)
 		}
 	}
 	return failed
 }
 
-func rowCountError(info stmtInfo, got int64) error {
+func rowCountError(info apply.Origin, got int64) error {
 	switch {
-	case info.op == "checkpoint":
+	case info.Op == "checkpoint":
 		return fmt.Errorf("%w: the stored checkpoint is past this position; another decant is applying this pipeline, stop it", checkpoint.ErrRegressed)
 	case got == 0:
 		return errors.New("no target row matches the source row's key: the target has diverged from the source (a row was changed or removed behind decant's back, the table was not copied before streaming, or the source changed a column the target has as GENERATED ALWAYS AS IDENTITY)")
@@ -331,7 +327,7 @@ func (t *Target) Commit(ctx context.Context, cp checkpoint.Row) error {
 	if err := t.endRun(ctx); err != nil {
 		return err
 	}
-	info := stmtInfo{op: "checkpoint", txn: &source.Txn{Xid: cp.Xid, Commit: cp.Commit}, expect: 1}
+	info := apply.Origin{Op: "checkpoint", Txn: &source.Txn{Xid: cp.Xid, Commit: cp.Commit}, Expect: 1}
 	t.batch.add(checkpoint.PGAdvance, cp.PGAdvanceArgs(), info)
 	if err := t.flush(ctx); err != nil {
 		return err
