@@ -3,6 +3,8 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -182,5 +184,44 @@ func TestLifecycleMySQL(t *testing.T) {
 	}
 	if n := p.myValue(`SELECT COUNT(*) FROM decant_checkpoint`); n != "0" {
 		t.Errorf("checkpoint row left after drop")
+	}
+}
+
+// TestColumnRules renames and leaves out columns through the config file,
+// with tables created by init --create-tables, on both targets.
+func TestColumnRules(t *testing.T) {
+	for _, kind := range []string{"postgres", "mariadb"} {
+		t.Run(kind, func(t *testing.T) {
+			var p *pair
+			if kind == "mariadb" {
+				p = newMySQLPair(t)
+			} else {
+				p = newPair(t)
+			}
+			psql(t, p.src, `CREATE TABLE people (id integer PRIMARY KEY, email text, password_hash text, note text);`)
+			cfg := filepath.Join(t.TempDir(), "decant.yaml")
+			os.WriteFile(cfg, []byte("columns:\n  public.people:\n    rename: {email: email_address}\n    exclude: [password_hash]\n"), 0o600)
+			p.extra = []string{"--config", cfg}
+			p.mustDecant("init", "--create-tables")
+			psql(t, p.src, `INSERT INTO people VALUES (1, 'a@example.com', 'SECRET', 'n1'), (2, NULL, 'x', 'n2');
+				UPDATE people SET email = 'b@example.com', password_hash = 'y' WHERE id = 2;`)
+			p.mustDecant("run", "--catch-up")
+			q := `SELECT CONCAT_WS('|', id, email_address, note) FROM people WHERE id = 2`
+			var got string
+			if p.mysql {
+				got = p.myValue(q)
+				if n := p.myValue(`SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'people' AND COLUMN_NAME = 'password_hash'`); n != "0" {
+					t.Errorf("the excluded column was created")
+				}
+			} else {
+				got = queryValue(t, p.tgt, q)
+				if n := queryValue(t, p.tgt, `SELECT count(*)::text FROM information_schema.columns WHERE table_name = 'people' AND column_name = 'password_hash'`); n != "0" {
+					t.Errorf("the excluded column was created")
+				}
+			}
+			if got != "2|b@example.com|n2" {
+				t.Errorf("row 2 on the target: %q", got)
+			}
+		})
 	}
 }
