@@ -41,7 +41,8 @@ type Pipeline struct {
 	src   Source
 	tgt   Target
 	log   *slog.Logger
-	acked atomic.Uint64 // end position of the last target commit
+	acked    atomic.Uint64 // end position of the last target commit
+	ackedCSN atomic.Uint64 // and its commit CSN (CSN-ordered sources)
 }
 
 // New returns a pipeline; Run starts it.
@@ -71,6 +72,14 @@ func New(cfg Config, src Source, tgt Target) *Pipeline {
 // Acked is the resume position of the last target commit: the position the
 // source is told is flushed.
 func (p *Pipeline) Acked() source.LSN { return source.LSN(p.acked.Load()) }
+
+// AckedCSN is the commit CSN of the last target commit.
+func (p *Pipeline) AckedCSN() uint64 { return p.ackedCSN.Load() }
+
+func (p *Pipeline) ack(cp checkpoint.Row) {
+	p.ackedCSN.Store(cp.CSN)
+	p.acked.Store(uint64(cp.End))
+}
 
 // errCaughtUp ends a catch-up run.
 var errCaughtUp = errors.New("caught up")
@@ -142,7 +151,7 @@ func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started *boo
 		*stopAt = srv.WALEnd
 	}
 	*started = true
-	p.acked.Store(uint64(cp.End))
+	p.ack(cp)
 	if p.cfg.CatchUp && cp.End >= *stopAt {
 		return errCaughtUp
 	}
@@ -154,7 +163,10 @@ func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started *boo
 	var readErr error
 	go func() {
 		defer close(readDone)
-		readErr = p.src.Stream(sctx, source.StreamRequest{Start: cp.End, SystemID: cp.SystemID, Acked: p.Acked}, ch)
+		readErr = p.src.Stream(sctx, source.StreamRequest{
+			Start: cp.End, SystemID: cp.SystemID, Acked: p.Acked,
+			StartCSN: cp.CSN, AckedCSN: p.AckedCSN,
+		}, ch)
 	}()
 	err = p.applyLoop(sctx, cp, *stopAt, ch, readDone)
 	cancel()
@@ -195,7 +207,7 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp checkpoint.Row, stopAt sour
 		if c.Txn == nil { // idle mark
 			g.cp.End = max(g.cp.End, c.End)
 		} else {
-			if stored.Applied(c.Txn.Commit) {
+			if stored.Applied(c.Txn) {
 				continue // replayed after a restart: already on the target
 			}
 			if len(c.Changes) > 0 {
@@ -229,7 +241,7 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp checkpoint.Row, stopAt sour
 		}
 		p.log.Debug("committed", "txns", g.txns, "end", g.cp.End.String())
 		stored, lastWrite = g.cp, time.Now()
-		p.acked.Store(uint64(stored.End))
+		p.ack(stored)
 		g = group{cp: stored}
 		if p.cfg.CatchUp && stored.End >= stopAt {
 			return errCaughtUp

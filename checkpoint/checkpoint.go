@@ -26,6 +26,7 @@ type Row struct {
 	// Commit, Xid and CommitTime describe the last applied transaction
 	// (zero until the first).
 	Commit     source.LSN
+	CSN        uint64 // commit sequence number (GaussDB), 0 elsewhere
 	Xid        uint32
 	CommitTime time.Time
 	// End is the resume position: every source transaction that commits
@@ -36,15 +37,23 @@ type Row struct {
 	AppliedTime time.Time // when the row was last written
 }
 
-// Applied reports whether the transaction whose commit record is at commit
-// has already been applied. A transaction that commits exactly at End is
-// not: End starts as the slot's consistent point, where a commit may lie.
-func (r Row) Applied(commit source.LSN) bool { return commit < r.End }
+// Applied reports whether txn has already been applied. By LSN: its commit
+// record lies before End; a transaction that commits exactly at End is not
+// applied (End starts as the slot's consistent point, where a commit may
+// lie). By CSN (GaussDB CSN-ordered slots): its CSN is at most the last
+// applied CSN.
+func (r Row) Applied(txn *source.Txn) bool {
+	if txn.ByCSN {
+		return txn.CSN <= r.CSN
+	}
+	return txn.Commit < r.End
+}
 
 // After returns the row as it stands once txn, ending at end, is applied.
 func (r Row) After(txn *source.Txn, end source.LSN) Row {
 	r.Commit, r.Xid, r.CommitTime = txn.Commit, txn.Xid, txn.CommitTime
 	r.End = max(r.End, end)
+	r.CSN = max(r.CSN, txn.CSN)
 	return r
 }
 
@@ -72,8 +81,8 @@ CREATE TABLE IF NOT EXISTS decant.checkpoint (
 // It matches no row (and the caller must roll back) if the stored position
 // is already past the new one. Parameters: PGAdvanceArgs.
 const PGAdvance = `UPDATE decant.checkpoint
-	SET commit_lsn = $2, end_lsn = $3, xid = $4, commit_time = $5, applied_time = now()
-	WHERE pipeline = $1 AND end_lsn <= $3`
+	SET commit_lsn = $2, end_lsn = $3, xid = $4, commit_time = $5, commit_csn = $6, applied_time = now()
+	WHERE pipeline = $1 AND end_lsn <= $3 AND coalesce(commit_csn, 0) <= coalesce($6::bigint, 0)`
 
 // PGAdvanceArgs renders the row as PGAdvance's text-format parameters.
 func (r Row) PGAdvanceArgs() [][]byte {
@@ -83,6 +92,10 @@ func (r Row) PGAdvanceArgs() [][]byte {
 		[]byte(r.End.String()),
 		nil,
 		nil,
+		nil,
+	}
+	if r.CSN != 0 {
+		args[5] = strconv.AppendUint(nil, r.CSN, 10)
 	}
 	if r.Xid != 0 {
 		args[3] = strconv.AppendUint(nil, uint64(r.Xid), 10)
@@ -100,9 +113,14 @@ func PGEnsure(ctx context.Context, conn *pgx.Conn, row Row) (Row, bool, error) {
 	if _, err := conn.Exec(ctx, PGCreate); err != nil {
 		return Row{}, false, fmt.Errorf("create checkpoint table decant.checkpoint on target: %w", err)
 	}
-	tag, err := conn.Exec(ctx, `INSERT INTO decant.checkpoint (pipeline, system_id, commit_lsn, end_lsn)
-		VALUES ($1, $2, $3, $4) ON CONFLICT (pipeline) DO NOTHING`,
-		row.Pipeline, row.SystemID, row.Commit.String(), row.End.String())
+	var csn *int64
+	if row.CSN != 0 {
+		v := int64(row.CSN)
+		csn = &v
+	}
+	tag, err := conn.Exec(ctx, `INSERT INTO decant.checkpoint (pipeline, system_id, commit_lsn, end_lsn, commit_csn)
+		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (pipeline) DO NOTHING`,
+		row.Pipeline, row.SystemID, row.Commit.String(), row.End.String(), csn)
 	if err != nil {
 		return Row{}, false, fmt.Errorf("insert checkpoint of pipeline %s: %w", row.Pipeline, err)
 	}
@@ -119,11 +137,11 @@ func PGEnsure(ctx context.Context, conn *pgx.Conn, row Row) (Row, bool, error) {
 // PGRead reads the pipeline's row; ErrNotFound when there is none.
 func PGRead(ctx context.Context, conn *pgx.Conn, pipeline string) (Row, error) {
 	var r Row
-	var xid *int64
+	var xid, csn *int64
 	var commitTime *time.Time
-	err := conn.QueryRow(ctx, `SELECT pipeline, system_id, commit_lsn::text, end_lsn::text, xid, commit_time, applied_time
+	err := conn.QueryRow(ctx, `SELECT pipeline, system_id, commit_lsn::text, end_lsn::text, xid, commit_csn, commit_time, applied_time
 		FROM decant.checkpoint WHERE pipeline = $1`, pipeline).
-		Scan(&r.Pipeline, &r.SystemID, &r.Commit, &r.End, &xid, &commitTime, &r.AppliedTime)
+		Scan(&r.Pipeline, &r.SystemID, &r.Commit, &r.End, &xid, &csn, &commitTime, &r.AppliedTime)
 	var pgErr *pgconn.PgError
 	if errors.Is(err, pgx.ErrNoRows) || (errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000")) {
 		return Row{}, fmt.Errorf("%w for pipeline %s on the target; run decant init first", ErrNotFound, pipeline)
@@ -133,6 +151,9 @@ func PGRead(ctx context.Context, conn *pgx.Conn, pipeline string) (Row, error) {
 	}
 	if xid != nil {
 		r.Xid = uint32(*xid)
+	}
+	if csn != nil {
+		r.CSN = uint64(*csn)
 	}
 	if commitTime != nil {
 		r.CommitTime = *commitTime

@@ -12,7 +12,7 @@ func TestApplied(t *testing.T) {
 	// new work.
 	r := Row{Commit: 0x100, End: 0x100}
 	for commit, want := range map[source.LSN]bool{0xFF: true, 0x100: false, 0x101: false} {
-		if got := r.Applied(commit); got != want {
+		if got := r.Applied(&source.Txn{Commit: commit}); got != want {
 			t.Errorf("fresh row: Applied(%s) = %v, want %v", commit, got, want)
 		}
 	}
@@ -23,7 +23,7 @@ func TestApplied(t *testing.T) {
 		t.Fatalf("After: %+v", r)
 	}
 	for commit, want := range map[source.LSN]bool{0x200: true, 0x227: true, 0x228: false} {
-		if got := r.Applied(commit); got != want {
+		if got := r.Applied(&source.Txn{Commit: commit}); got != want {
 			t.Errorf("after 0/200: Applied(%s) = %v, want %v", commit, got, want)
 		}
 	}
@@ -35,11 +35,24 @@ func TestApplied(t *testing.T) {
 	}
 }
 
+func TestAppliedByCSN(t *testing.T) {
+	// A CSN-ordered source resumes by CSN; LSNs may go backwards.
+	r := Row{End: 0x900, CSN: 2357}
+	for csn, want := range map[uint64]bool{2356: true, 2357: true, 2358: false} {
+		if got := r.Applied(&source.Txn{Commit: 0x100, CSN: csn, ByCSN: true}); got != want {
+			t.Errorf("Applied(CSN %d) = %v, want %v", csn, got, want)
+		}
+	}
+	if r = r.After(&source.Txn{CSN: 2360, ByCSN: true}, 0x950); r.CSN != 2360 {
+		t.Errorf("After kept CSN %d", r.CSN)
+	}
+}
+
 func TestPGAdvanceArgs(t *testing.T) {
 	r := Row{Pipeline: "p", Commit: 0x1_0000_00A0, End: 0x1_0000_00C8, Xid: 42,
 		CommitTime: time.Date(2024, 5, 6, 7, 8, 9, 123456000, time.FixedZone("x", 3600))}
 	got := r.PGAdvanceArgs()
-	want := []string{"p", "1/A0", "1/C8", "42", "2024-05-06 06:08:09.123456Z"}
+	want := []string{"p", "1/A0", "1/C8", "42", "2024-05-06 06:08:09.123456Z", ""}
 	for i := range want {
 		if string(got[i]) != want[i] {
 			t.Errorf("arg %d = %q, want %q", i+1, got[i], want[i])

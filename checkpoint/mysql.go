@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -33,8 +34,8 @@ const MySQLCreate = `CREATE TABLE IF NOT EXISTS decant_checkpoint (
 // the new one (the connection reports matched rows: clientFoundRows).
 // Parameters: MySQLAdvanceArgs.
 const MySQLAdvance = `UPDATE decant_checkpoint
-	SET commit_lsn = ?, end_lsn = ?, xid = ?, commit_time = ?, applied_time = UTC_TIMESTAMP(6)
-	WHERE pipeline = ? AND end_lsn <= ?`
+	SET commit_lsn = ?, end_lsn = ?, xid = ?, commit_time = ?, commit_csn = ?, applied_time = UTC_TIMESTAMP(6)
+	WHERE pipeline = ? AND end_lsn <= ? AND COALESCE(commit_csn, 0) <= ?`
 
 // MySQLAdvanceArgs are MySQLAdvance's parameters.
 func (r Row) MySQLAdvanceArgs() []any {
@@ -45,7 +46,11 @@ func (r Row) MySQLAdvanceArgs() []any {
 	if !r.CommitTime.IsZero() {
 		commitTime = r.CommitTime.UTC().Format("2006-01-02 15:04:05.999999")
 	}
-	return []any{uint64(r.Commit), uint64(r.End), xid, commitTime, r.Pipeline, uint64(r.End)}
+	var csn any
+	if r.CSN != 0 {
+		csn = r.CSN
+	}
+	return []any{uint64(r.Commit), uint64(r.End), xid, commitTime, csn, r.Pipeline, uint64(r.End), r.CSN}
 }
 
 // Querier is what the MySQL functions need: *sql.DB, *sql.Conn or *sql.Tx.
@@ -60,8 +65,12 @@ func MySQLEnsure(ctx context.Context, db Querier, row Row) (Row, bool, error) {
 	if _, err := db.ExecContext(ctx, MySQLCreate); err != nil {
 		return Row{}, false, fmt.Errorf("create checkpoint table decant_checkpoint on target: %w", err)
 	}
-	res, err := db.ExecContext(ctx, `INSERT IGNORE INTO decant_checkpoint (pipeline, system_id, commit_lsn, end_lsn, applied_time)
-		VALUES (?, ?, ?, ?, UTC_TIMESTAMP(6))`, row.Pipeline, row.SystemID, uint64(row.Commit), uint64(row.End))
+	var csn any
+	if row.CSN != 0 {
+		csn = row.CSN
+	}
+	res, err := db.ExecContext(ctx, `INSERT IGNORE INTO decant_checkpoint (pipeline, system_id, commit_lsn, end_lsn, commit_csn, applied_time)
+		VALUES (?, ?, ?, ?, ?, UTC_TIMESTAMP(6))`, row.Pipeline, row.SystemID, uint64(row.Commit), uint64(row.End), csn)
 	if err != nil {
 		return Row{}, false, fmt.Errorf("insert checkpoint of pipeline %s: %w", row.Pipeline, err)
 	}
@@ -81,12 +90,13 @@ func MySQLRead(ctx context.Context, db Querier, pipeline string) (Row, error) {
 	var r Row
 	var commit, end uint64
 	var xid sql.NullInt64
+	var csn sql.NullString
 	var commitTime sql.NullString
 	var applied string
-	err := db.QueryRowContext(ctx, `SELECT pipeline, system_id, commit_lsn, end_lsn, xid,
+	err := db.QueryRowContext(ctx, `SELECT pipeline, system_id, commit_lsn, end_lsn, xid, commit_csn,
 			DATE_FORMAT(commit_time, '%Y-%m-%d %H:%i:%s.%f'), DATE_FORMAT(applied_time, '%Y-%m-%d %H:%i:%s.%f')
 		FROM decant_checkpoint WHERE pipeline = ?`, pipeline).
-		Scan(&r.Pipeline, &r.SystemID, &commit, &end, &xid, &commitTime, &applied)
+		Scan(&r.Pipeline, &r.SystemID, &commit, &end, &xid, &csn, &commitTime, &applied)
 	var myErr *mysql.MySQLError
 	if errors.Is(err, sql.ErrNoRows) || (errors.As(err, &myErr) && myErr.Number == 1146) {
 		return Row{}, fmt.Errorf("%w for pipeline %s on the target; run decant init first", ErrNotFound, pipeline)
@@ -95,6 +105,9 @@ func MySQLRead(ctx context.Context, db Querier, pipeline string) (Row, error) {
 		return Row{}, fmt.Errorf("read checkpoint of pipeline %s: %w", pipeline, err)
 	}
 	r.Commit, r.End, r.Xid = source.LSN(commit), source.LSN(end), uint32(xid.Int64)
+	if csn.Valid {
+		r.CSN, _ = strconv.ParseUint(csn.String, 10, 64)
+	}
 	if commitTime.Valid {
 		r.CommitTime, _ = time.Parse("2006-01-02 15:04:05.999999", commitTime.String)
 	}

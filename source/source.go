@@ -118,6 +118,10 @@ type Txn struct {
 	Commit     LSN // position of the commit record
 	CommitTime time.Time
 	Origin     string // replication origin of the transaction, if any
+	// CSN is the commit sequence number (GaussDB); with ByCSN set the
+	// source orders and resumes by CSN rather than by commit LSN.
+	CSN   uint64
+	ByCSN bool
 }
 
 // Chunk is the unit a reader hands to the applier: a run of one
@@ -172,4 +176,8 @@ type StreamRequest struct {
 	// only position a reader ever reports to the source as written, flushed
 	// or applied, so the source never discards work the target lacks.
 	Acked func() LSN
+	// StartCSN and AckedCSN are the same for CSN-ordered sources (GaussDB
+	// output-order 1): the last applied commit CSN.
+	StartCSN uint64
+	AckedCSN func() uint64
 }
