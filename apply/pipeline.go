@@ -37,10 +37,10 @@ type Config struct {
 
 // Pipeline connects one Source to one Target.
 type Pipeline struct {
-	cfg   Config
-	src   Source
-	tgt   Target
-	log   *slog.Logger
+	cfg      Config
+	src      Source
+	tgt      Target
+	log      *slog.Logger
 	acked    atomic.Uint64 // end position of the last target commit
 	ackedCSN atomic.Uint64 // and its commit CSN (CSN-ordered sources)
 }
