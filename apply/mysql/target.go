@@ -10,6 +10,7 @@ package mysql
 
 import (
 	"context"
+	"errors"
 	"database/sql"
 	"fmt"
 	"log/slog"
@@ -212,7 +213,11 @@ func (t *Target) delete(ctx context.Context, txn *source.Txn, p *plan, c *source
 		if err := t.endRun(ctx); err != nil {
 			return err
 		}
-		args, err := p.convertRow(nil, c.Old, p.WhereCols())
+		old, err := keyRow(p, c)
+		if err != nil {
+			return err
+		}
+		args, err := p.convertRow(nil, old, p.WhereCols())
 		if err != nil {
 			return err
 		}
@@ -225,8 +230,12 @@ func (t *Target) delete(ctx context.Context, txn *source.Txn, p *plan, c *source
 		}
 		t.run.start(runDelete, p, txn)
 	}
+	old, err := keyRow(p, c)
+	if err != nil {
+		return err
+	}
 	n := len(t.run.args)
-	args, err := p.convertRow(t.run.args, keyRow(c), p.Key)
+	args, err := p.convertRow(t.run.args, old, p.Key)
 	if err != nil {
 		return err
 	}
@@ -235,12 +244,16 @@ func (t *Target) delete(ctx context.Context, txn *source.Txn, p *plan, c *source
 }
 
 // keyRow is the image that holds a change's old key: the old row when the
-// source sent one, else the new row.
-func keyRow(c *source.Change) []source.Value {
-	if c.Old != nil {
-		return c.Old
+// source sent one, else the new row (an UPDATE that kept its key). Without
+// a key only the old row can find the row.
+func keyRow(p *plan, c *source.Change) ([]source.Value, error) {
+	switch {
+	case c.Old != nil:
+		return c.Old, nil
+	case p.WholeRow:
+		return nil, errors.New("the source sent no old values and the target table has no primary key to find the row by; add a primary key on the target")
 	}
-	return c.New
+	return c.New, nil
 }
 
 func (t *Target) update(ctx context.Context, txn *source.Txn, p *plan, c *source.Change) error {
@@ -255,7 +268,11 @@ func (t *Target) update(ctx context.Context, txn *source.Txn, p *plan, c *source
 	if err != nil {
 		return err
 	}
-	if args, err = p.convertRow(args, keyRow(c), p.WhereCols()); err != nil {
+	old, err := keyRow(p, c)
+	if err != nil {
+		return err
+	}
+	if args, err = p.convertRow(args, old, p.WhereCols()); err != nil {
 		return err
 	}
 	t.batch.add(sql, args, apply.Origin{Op: "update", Table: p.Target, Txn: txn, Expect: 1})

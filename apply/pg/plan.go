@@ -46,13 +46,19 @@ func (t *Target) plan(ctx context.Context, rel *source.Relation) (*plan, error) 
 	return p, nil
 }
 
-var errOldRow = errors.New("the source sent no usable old value for a column that identifies the row")
+var (
+	errOldRow   = errors.New("the source sent no usable old value for a column that identifies the row")
+	errNoOldRow = errors.New("the source sent no old values and the target table has no primary key to find the row by; add a primary key on the target")
+)
 
 // appendWhere appends the values that find the changed row: the old image
 // when the source sent one, else (an UPDATE that kept its key) the new one.
 func (p *plan) appendWhere(args [][]byte, c *source.Change) ([][]byte, error) {
 	row := c.Old
 	if row == nil {
+		if p.WholeRow {
+			return nil, errNoOldRow
+		}
 		row = c.New
 	}
 	for _, col := range p.WhereCols() {
