@@ -55,8 +55,8 @@ func (s *Spool) Add(c Change) error {
 	return nil
 }
 
-// Replay hands the changes back in order, at most chunk at a time; the
-// slices are only valid during fn.
+// Replay hands the changes back in order, at most chunk at a time. The
+// slices are never reused, so fn may pass them on.
 func (s *Spool) Replay(chunk int, fn func([]Change) error) error {
 	for i := 0; i < len(s.mem); i += chunk {
 		if err := fn(s.mem[i:min(i+chunk, len(s.mem))]); err != nil {
@@ -94,8 +94,7 @@ func (s *Spool) Replay(chunk int, fn func([]Change) error) error {
 
 // Reset empties the spool and removes its file.
 func (s *Spool) Reset() error {
-	clear(s.mem)
-	s.mem, s.memBytes, s.onDisk = s.mem[:0], 0, 0
+	s.mem, s.memBytes, s.onDisk = nil, 0, 0
 	s.rels, s.relList = nil, nil
 	if s.file == nil {
 		return nil

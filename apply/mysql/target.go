@@ -10,8 +10,8 @@ package mysql
 
 import (
 	"context"
-	"errors"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"

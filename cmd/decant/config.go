@@ -17,13 +17,14 @@ import (
 	"github.com/decant/decant/apply/mysql"
 	"github.com/decant/decant/mapping"
 	"github.com/decant/decant/source"
+	"github.com/decant/decant/source/gauss"
 	"github.com/decant/decant/source/pgoutput"
 )
 
 // config holds the settings every command shares. Flags beat environment
 // variables, which beat the --config file.
 type config struct {
-	Source   string    `yaml:"source"`
+	Source   string    `yaml:"-"`
 	Target   string    `yaml:"target"`
 	Pipeline string    `yaml:"pipeline"`
 	Tables   tableList `yaml:"tables"`
@@ -36,10 +37,40 @@ type config struct {
 	LogLevel          string `yaml:"log_level"`
 	LogJSON           bool   `yaml:"log_json"`
 
+	// SourceKind is postgres, gaussdb or opengauss; by default from the
+	// DSN's scheme. SourceOptions are GaussDB decoding options.
+	SourceKind    string            `yaml:"-"`
+	SourceOptions map[string]string `yaml:"-"`
+
 	filter  source.TableFilter
+	gauss   gauss.Options
 	rules   []mapping.Rule
 	columns map[source.TableName]mapping.ColumnRules
 	policy  mapping.Policy
+}
+
+// sourceSpec is the source in the config file: a DSN string, or a
+// mapping {dsn: ..., kind: ..., options: {...}} (options are GaussDB
+// decoding options).
+type sourceSpec struct {
+	DSN     string            `yaml:"dsn"`
+	Kind    string            `yaml:"kind"`
+	Options map[string]string `yaml:"options"`
+}
+
+func (s *sourceSpec) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return n.Decode(&s.DSN)
+	}
+	type plain sourceSpec // without this method
+	return n.Decode((*plain)(s))
+}
+
+// fileConfig is the config file's shape: config's keys, with the richer
+// source form.
+type fileConfig struct {
+	config `yaml:",inline"`
+	Source sourceSpec `yaml:"source"`
 }
 
 // tableList accepts a YAML list or a comma-separated string.
@@ -82,6 +113,8 @@ func addFlags(cmd *cobra.Command, f *flags, withTables bool) {
 	fs.StringVar(&f.values.Source, "source", "", "source DSN, postgres://user:pass@host:port/db (env DECANT_SOURCE)")
 	fs.StringVar(&f.values.Target, "target", "", "target DSN, postgres://user:pass@host:port/db (env DECANT_TARGET)")
 	fs.StringVar(&f.values.Pipeline, "pipeline", "", `pipeline name: names the slot, the publication and the checkpoint row (default "decant", env DECANT_PIPELINE)`)
+	fs.StringVar(&f.values.SourceKind, "source-kind", "", "postgres, gaussdb or opengauss (default: from the source DSN's scheme)")
+	fs.StringToStringVar(&f.values.SourceOptions, "source-option", nil, "a GaussDB decoding option, repeatable: --source-option decode-style=b")
 	fs.StringVar(&f.values.LogLevel, "log-level", "", "debug, info, warn or error (default info)")
 	fs.BoolVar(&f.values.LogJSON, "log-json", false, "log as JSON lines instead of text")
 	if withTables {
@@ -115,9 +148,12 @@ func (f *flags) load(cmd *cobra.Command) (config, error) {
 		}
 		dec := yaml.NewDecoder(bytes.NewReader(data))
 		dec.KnownFields(true)
-		if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		var fc fileConfig
+		if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) {
 			return c, usagef("config file %s: %v", f.configFile, err)
 		}
+		c = fc.config
+		c.Source, c.SourceKind, c.SourceOptions = fc.Source.DSN, fc.Source.Kind, fc.Source.Options
 	}
 	for key, dst := range map[string]*string{
 		"DECANT_SOURCE": &c.Source, "DECANT_TARGET": &c.Target,
@@ -138,6 +174,15 @@ func (f *flags) load(cmd *cobra.Command) (config, error) {
 	set("pipeline", &c.Pipeline, f.values.Pipeline)
 	set("tables", (*string)(&c.Tables), string(f.values.Tables))
 	set("log-level", &c.LogLevel, f.values.LogLevel)
+	set("source-kind", &c.SourceKind, f.values.SourceKind)
+	if fs.Changed("source-option") {
+		if c.SourceOptions == nil {
+			c.SourceOptions = map[string]string{}
+		}
+		for k, v := range f.values.SourceOptions {
+			c.SourceOptions[k] = v
+		}
+	}
 	if fs.Lookup("map") != nil {
 		set("on-unrepresentable", &c.OnUnrepresentable, f.values.OnUnrepresentable)
 	}
@@ -158,13 +203,25 @@ func (c *config) validate() error {
 		return usagef("invalid --pipeline %q: use 1 to 63 lowercase letters, digits and underscores, not starting with a digit", c.Pipeline)
 	}
 	if c.Source == "" {
-		return usagef("no source: give --source postgres://user:pass@host:port/db, DECANT_SOURCE, or source: in --config")
+		return usagef("no source: give --source postgres://user:pass@host:port/db (or gaussdb://, opengauss://), DECANT_SOURCE, or source: in --config")
 	}
 	if c.Target == "" {
 		return usagef("no target: give --target postgres://user:pass@host:port/db (or mysql://...), DECANT_TARGET, or target: in --config")
 	}
-	if _, err := pgoutput.ParseDSN(c.Source); err != nil {
-		return usagef("--source: %v", err)
+	switch c.sourceKind() {
+	case "postgres":
+		if _, err := pgoutput.ParseDSN(c.Source); err != nil {
+			return usagef("--source: %v", err)
+		}
+		if len(c.SourceOptions) > 0 {
+			return usagef("--source-option is for GaussDB and openGauss sources; this source is PostgreSQL")
+		}
+	case "gaussdb", "opengauss":
+		if _, err := gauss.ParseDSN(c.Source); err != nil {
+			return usagef("--source: %v", err)
+		}
+	default:
+		return usagef("invalid --source-kind %q: use postgres, gaussdb or opengauss", c.SourceKind)
 	}
 	if c.mysqlTarget() {
 		if _, err := mysql.ParseDSN(c.Target); err != nil {
@@ -176,6 +233,11 @@ func (c *config) validate() error {
 	var err error
 	if c.filter, err = source.ParseTableFilter(string(c.Tables)); err != nil {
 		return usagef("--tables: %v", err)
+	}
+	if c.gaussSource() {
+		if c.gauss, err = gauss.ParseOptions(c.SourceOptions, string(c.Tables)); err != nil {
+			return usageError{err}
+		}
 	}
 	for _, spec := range c.Map {
 		r, err := mapping.ParseRule(spec)
@@ -205,6 +267,22 @@ func (c *config) validate() error {
 	}
 	return nil
 }
+
+// sourceKind is the kind of source: --source-kind, else the DSN's scheme.
+func (c *config) sourceKind() string {
+	if c.SourceKind != "" {
+		return c.SourceKind
+	}
+	scheme, _, _ := strings.Cut(c.Source, "://")
+	switch scheme {
+	case "gaussdb", "opengauss":
+		return scheme
+	}
+	return "postgres"
+}
+
+// gaussSource reports whether the source is GaussDB or openGauss.
+func (c *config) gaussSource() bool { k := c.sourceKind(); return k == "gaussdb" || k == "opengauss" }
 
 // connectBoth opens an SQL session on the source and an admin session on
 // the target.

@@ -23,6 +23,14 @@ func dropCmd() *cobra.Command {
 				return usagef("drop removes slot, publication and checkpoint of pipeline %s; add --yes to confirm", c.Pipeline)
 			}
 			ctx := cmd.Context()
+			if c.gaussSource() {
+				slot, row, err := dropGauss(ctx, c)
+				if err != nil {
+					return err
+				}
+				fmt.Printf("pipeline %s: slot %s, checkpoint %s\n", c.Pipeline, done(slot), done(row))
+				return nil
+			}
 			src, tgt, err := connectBoth(ctx, c)
 			if err != nil {
 				return err

@@ -33,6 +33,9 @@ updates the publication).`,
 			if err != nil {
 				return err
 			}
+			if c.gaussSource() {
+				return initGauss(cmd.Context(), c, create, logger(c))
+			}
 			return initPipeline(cmd.Context(), c, create, logger(c))
 		},
 	}

@@ -53,8 +53,11 @@ func newRoot() *cobra.Command {
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(initCmd(), runCmd(), statusCmd(), dropCmd())
+	root.AddCommand(initCmd(), runCmd(), statusCmd(), dropCmd(), decodeCmd())
 	for _, c := range root.Commands() {
+		if c.Args != nil {
+			continue // decode takes a file
+		}
 		c.Args = func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usagef("%s takes no arguments, got %q", cmd.Name(), args)

@@ -27,10 +27,15 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 				return err
 			}
 			log := logger(c)
-			reader, err := pgoutput.NewReader(pgoutput.Config{
-				DSN: c.Source, Slot: c.Pipeline, Publication: c.Pipeline, Logger: log,
-				DescribeTypes: c.mysqlTarget(),
-			})
+			var reader apply.Source
+			if c.gaussSource() {
+				reader, err = gaussReader(c, log)
+			} else {
+				reader, err = pgoutput.NewReader(pgoutput.Config{
+					DSN: c.Source, Slot: c.Pipeline, Publication: c.Pipeline, Logger: log,
+					DescribeTypes: c.mysqlTarget(),
+				})
+			}
 			if err != nil {
 				return usageError{err}
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/decant/decant/checkpoint"
+	"github.com/decant/decant/source"
 	"github.com/decant/decant/source/pgoutput"
 )
 
@@ -26,7 +27,11 @@ func statusCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := readStatus(cmd.Context(), c)
+			read := readStatus
+			if c.gaussSource() {
+				read = statusGauss
+			}
+			st, err := read(cmd.Context(), c)
 			if err != nil {
 				return err
 			}
@@ -54,19 +59,21 @@ type status struct {
 }
 
 type slotStatus struct {
-	Exists    bool   `json:"exists"`
-	Active    bool   `json:"active"`
-	ActivePID int    `json:"active_pid,omitempty"`
-	Confirmed string `json:"confirmed_flush_lsn,omitempty"`
-	Restart   string `json:"restart_lsn,omitempty"`
-	Retained  int64  `json:"wal_retained_bytes"`
-	WALStatus string `json:"wal_status,omitempty"`
+	Exists       bool   `json:"exists"`
+	Active       bool   `json:"active"`
+	ActivePID    int    `json:"active_pid,omitempty"`
+	Confirmed    string `json:"confirmed_flush_lsn,omitempty"`
+	ConfirmedCSN uint64 `json:"confirmed_csn,omitempty"`
+	Restart      string `json:"restart_lsn,omitempty"`
+	Retained     int64  `json:"wal_retained_bytes"`
+	WALStatus    string `json:"wal_status,omitempty"`
 }
 
 type checkpointStatus struct {
 	Exists      bool       `json:"exists"`
 	CommitLSN   string     `json:"commit_lsn,omitempty"`
 	EndLSN      string     `json:"end_lsn,omitempty"`
+	CommitCSN   uint64     `json:"commit_csn,omitempty"`
 	Xid         uint32     `json:"xid,omitempty"`
 	CommitTime  *time.Time `json:"commit_time,omitempty"`
 	AppliedTime *time.Time `json:"applied_time,omitempty"`
@@ -102,13 +109,7 @@ func readStatus(ctx context.Context, c config) (status, error) {
 	if err != nil {
 		return st, err
 	}
-	st.Checkpoint = checkpointStatus{Exists: true, CommitLSN: cp.Commit.String(), EndLSN: cp.End.String(), Xid: cp.Xid, AppliedTime: &cp.AppliedTime}
-	if !cp.CommitTime.IsZero() {
-		st.Checkpoint.CommitTime = &cp.CommitTime
-	}
-	if s.Current > cp.End {
-		st.LagBytes = int64(s.Current - cp.End)
-	}
+	st.fillCheckpoint(cp, s.Current)
 	switch {
 	case s.HasFlushLag:
 		st.LagSeconds = s.FlushLag.Seconds()
@@ -116,6 +117,18 @@ func readStatus(ctx context.Context, c config) (status, error) {
 		st.LagSeconds = time.Since(cp.AppliedTime).Seconds()
 	}
 	return st, nil
+}
+
+// fillCheckpoint sets the checkpoint fields and the lag in bytes behind
+// the source's current WAL position.
+func (st *status) fillCheckpoint(cp checkpoint.Row, current source.LSN) {
+	st.Checkpoint = checkpointStatus{Exists: true, CommitLSN: cp.Commit.String(), EndLSN: cp.End.String(), CommitCSN: cp.CSN, Xid: cp.Xid, AppliedTime: &cp.AppliedTime}
+	if !cp.CommitTime.IsZero() {
+		st.Checkpoint.CommitTime = &cp.CommitTime
+	}
+	if current > cp.End {
+		st.LagBytes = int64(current - cp.End)
+	}
 }
 
 func (st status) print(w io.Writer) {

@@ -1,0 +1,348 @@
+package gauss
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+)
+
+// ConnConfig is how to reach a GaussDB/openGauss server.
+type ConnConfig struct {
+	Host     string
+	Port     uint16
+	User     string
+	Password string
+	Database string
+	// Replication adds replication=database to the startup packet, which
+	// makes the session a logical walsender (spec 1.1).
+	Replication bool
+	// Params are further startup parameters (GUCs such as
+	// application_name, TimeZone, DateStyle).
+	Params         map[string]string
+	ConnectTimeout time.Duration // 0 = no limit beyond the context's
+}
+
+const (
+	defaultPort           = 5432
+	defaultConnectTimeout = 10 * time.Second
+	// protocolVersion351 is what gsql and the JDBC driver announce; the
+	// server then sends the PBKDF2 iteration count with a sha256 request.
+	protocolVersion351 = 3<<16 | 51
+	maxStartupMsgLen   = 1 << 20
+)
+
+// Validate checks the configuration without connecting.
+func (c ConnConfig) Validate() error {
+	switch {
+	case c.Host == "":
+		return errors.New("gaussdb: host is required")
+	case c.Port == 0:
+		return errors.New("gaussdb: port is required")
+	case c.User == "":
+		return errors.New("gaussdb: user is required")
+	}
+	for k := range c.Params {
+		switch k {
+		case "user", "database", "replication":
+			return fmt.Errorf("gaussdb: startup parameter %q is set from the config's own field", k)
+		}
+	}
+	return nil
+}
+
+// ParseDSN accepts gaussdb://user:pass@host:port/db?params and
+// opengauss://... (also postgres:// and postgresql:// for convenience).
+// Query parameters: connect_timeout (seconds, default 10), sslmode
+// (disable, allow or prefer: decant always uses plain TCP), replication
+// (database); any other parameter goes to the startup packet. The port
+// defaults to 5432 and the database to the user name.
+func ParseDSN(dsn string) (ConnConfig, error) {
+	const form = "want gaussdb://user:password@host:port/database"
+	if dsn == "" {
+		return ConnConfig{}, errors.New("empty DSN: " + form)
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		// url.Error quotes the whole input, password included.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return ConnConfig{}, fmt.Errorf("invalid DSN: %v; %s", err, form)
+	}
+	switch u.Scheme {
+	case "gaussdb", "opengauss", "postgres", "postgresql":
+	default:
+		return ConnConfig{}, fmt.Errorf("DSN scheme %q is not gaussdb:// or opengauss://", u.Scheme)
+	}
+	cfg := ConnConfig{
+		Host:           u.Hostname(),
+		Port:           defaultPort,
+		Database:       strings.TrimPrefix(u.Path, "/"),
+		ConnectTimeout: defaultConnectTimeout,
+	}
+	if strings.Contains(u.Host, ",") {
+		return ConnConfig{}, errors.New("invalid DSN: several hosts are not supported; " + form)
+	}
+	if cfg.Host == "" {
+		return ConnConfig{}, errors.New("invalid DSN: no host; " + form)
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil || n == 0 {
+			return ConnConfig{}, fmt.Errorf("invalid DSN: port %q", p)
+		}
+		cfg.Port = uint16(n)
+	}
+	if u.User != nil {
+		cfg.User = u.User.Username()
+		cfg.Password, _ = u.User.Password()
+	}
+	if cfg.User == "" {
+		return ConnConfig{}, errors.New("invalid DSN: no user; " + form)
+	}
+	if cfg.Database == "" {
+		cfg.Database = cfg.User
+	}
+	if err := cfg.applyQuery(u.Query()); err != nil {
+		return ConnConfig{}, err
+	}
+	return cfg, nil
+}
+
+func (c *ConnConfig) applyQuery(q url.Values) error {
+	for k, vs := range q {
+		v := vs[len(vs)-1]
+		switch k {
+		case "connect_timeout":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return fmt.Errorf("invalid DSN: connect_timeout %q is not a number of seconds", v)
+			}
+			c.ConnectTimeout = time.Duration(n) * time.Second
+		case "sslmode":
+			switch v {
+			case "disable", "allow", "prefer":
+			case "require", "verify-ca", "verify-full":
+				return fmt.Errorf("invalid DSN: sslmode=%s: TLS to GaussDB is not supported yet; use sslmode=disable", v)
+			default:
+				return fmt.Errorf("invalid DSN: unknown sslmode %q", v)
+			}
+		case "sslcert", "sslkey", "sslrootcert", "sslpassword", "sslcrl":
+			return fmt.Errorf("invalid DSN: %s: TLS to GaussDB is not supported yet", k)
+		case "replication":
+			if v != "database" {
+				return fmt.Errorf("invalid DSN: replication=%q, only replication=database is supported", v)
+			}
+			c.Replication = true
+		case "user", "database", "dbname", "password", "host", "port":
+			return fmt.Errorf("invalid DSN: put %s in the URL itself, not in its query", k)
+		default:
+			if c.Params == nil {
+				c.Params = map[string]string{}
+			}
+			c.Params[k] = v
+		}
+	}
+	return nil
+}
+
+// Connect dials cfg over plain TCP, sends the startup message, performs the
+// authentication the server asks for (trust, cleartext, MD5, GaussDB SHA256,
+// MD5_SHA256 and SM3; see auth.go), waits for ReadyForQuery collecting
+// ParameterStatus and BackendKeyData, and hands the connection to pgx, so
+// the caller gets an ordinary *pgconn.PgConn (simple-protocol Exec,
+// ReceiveMessage, Frontend() for CopyData).
+//
+// A method decant cannot speak fails with an error naming it and the
+// pg_hba.conf setting to use instead; a wrong password fails with the
+// server's ErrorResponse (a *pgconn.PgError), which never contains it.
+func Connect(ctx context.Context, cfg ConnConfig) (*pgconn.PgConn, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
+	fail := func(err error) (*pgconn.PgConn, error) {
+		return nil, fmt.Errorf("connect to gaussdb %s as %s: %w", addr, cfg.User, err)
+	}
+	if cfg.ConnectTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.ConnectTimeout)
+		defer cancel()
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return fail(err)
+	}
+	// The handshake does blocking reads; cancelling ctx unblocks them.
+	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
+	hc, err := handshake(nc, cfg)
+	if !stop() || (err != nil && ctx.Err() != nil) {
+		nc.Close()
+		if err == nil || errors.Is(err, io.EOF) || isTimeout(err) {
+			err = ctx.Err()
+		}
+		return fail(err)
+	}
+	if err != nil {
+		nc.Close()
+		return fail(err)
+	}
+	if err := nc.SetDeadline(time.Time{}); err != nil {
+		nc.Close()
+		return fail(err)
+	}
+	pc, err := pgxConfig(cfg)
+	if err != nil {
+		nc.Close()
+		return fail(err)
+	}
+	hc.Conn, hc.Config, hc.CustomData = nc, pc, map[string]any{}
+	conn, err := pgconn.Construct(hc)
+	if err != nil {
+		nc.Close()
+		return fail(err)
+	}
+	return conn, nil
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// pgxConfig is the pgconn.Config the constructed connection keeps: pgx
+// uses it for its frontend, context handling and cancel requests only.
+func pgxConfig(cfg ConnConfig) (*pgconn.Config, error) {
+	q := func(s string) string {
+		return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), "'", `\'`) + "'"
+	}
+	pc, err := pgconn.ParseConfig(fmt.Sprintf("host=%s port=%d user=%s dbname=%s sslmode=disable",
+		q(cfg.Host), cfg.Port, q(cfg.User), q(cfg.Database)))
+	if err != nil {
+		return nil, fmt.Errorf("build connection config: %w", err)
+	}
+	return pc, nil
+}
+
+// startupParams are the startup packet's parameters, in a fixed order.
+func startupParams(cfg ConnConfig) [][2]string {
+	ps := [][2]string{{"user", cfg.User}, {"database", cfg.Database}}
+	if cfg.Replication {
+		ps = append(ps, [2]string{"replication", "database"})
+	}
+	keys := make([]string, 0, len(cfg.Params))
+	for k := range cfg.Params {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		ps = append(ps, [2]string{k, cfg.Params[k]})
+	}
+	if _, ok := cfg.Params["application_name"]; !ok {
+		ps = append(ps, [2]string{"application_name", "decant"})
+	}
+	if _, ok := cfg.Params["client_encoding"]; !ok {
+		ps = append(ps, [2]string{"client_encoding", "UTF8"})
+	}
+	return ps
+}
+
+// handshake runs the startup phase up to ReadyForQuery. It reads straight
+// from nc, one message at a time, so that nothing the server sends after
+// ReadyForQuery is left in a private buffer when pgx takes over.
+func handshake(nc net.Conn, cfg ConnConfig) (*pgconn.HijackedConn, error) {
+	if _, err := nc.Write(startupMessage(cfg)); err != nil {
+		return nil, fmt.Errorf("send startup message: %w", err)
+	}
+	hc := &pgconn.HijackedConn{ParameterStatuses: map[string]string{}}
+	for {
+		typ, body, err := readMessage(nc)
+		if err != nil {
+			return nil, err
+		}
+		switch typ {
+		case 'R':
+			answer, done, err := authAnswer(body, cfg.User, cfg.Password)
+			if err != nil {
+				return nil, err
+			}
+			if done {
+				continue
+			}
+			msg, _ := (&pgproto3.PasswordMessage{Password: answer}).Encode(nil)
+			if _, err := nc.Write(msg); err != nil {
+				return nil, fmt.Errorf("send password message: %w", err)
+			}
+		case 'E':
+			var er pgproto3.ErrorResponse
+			if err := er.Decode(body); err != nil {
+				return nil, fmt.Errorf("decode error response: %w", err)
+			}
+			return nil, pgconn.ErrorResponseToPgError(&er)
+		case 'S':
+			var ps pgproto3.ParameterStatus
+			if err := ps.Decode(body); err != nil {
+				return nil, fmt.Errorf("decode parameter status: %w", err)
+			}
+			hc.ParameterStatuses[ps.Name] = ps.Value
+		case 'K':
+			var kd pgproto3.BackendKeyData
+			if err := kd.Decode(body); err != nil {
+				return nil, fmt.Errorf("decode backend key data: %w", err)
+			}
+			hc.PID, hc.SecretKey = kd.ProcessID, kd.SecretKey
+		case 'Z':
+			var rq pgproto3.ReadyForQuery
+			if err := rq.Decode(body); err != nil {
+				return nil, fmt.Errorf("decode ready for query: %w", err)
+			}
+			hc.TxStatus = rq.TxStatus
+			return hc, nil
+		case 'N', 'v':
+			// A notice (e.g. a password expiry warning), or PostgreSQL's
+			// NegotiateProtocolVersion when it speaks an older minor version.
+		default:
+			return nil, fmt.Errorf("unexpected message %q during startup", typ)
+		}
+	}
+}
+
+func startupMessage(cfg ConnConfig) []byte {
+	b := make([]byte, 8, 256)
+	binary.BigEndian.PutUint32(b[4:], protocolVersion351)
+	for _, kv := range startupParams(cfg) {
+		b = append(append(append(append(b, kv[0]...), 0), kv[1]...), 0)
+	}
+	b = append(b, 0)
+	binary.BigEndian.PutUint32(b, uint32(len(b)))
+	return b
+}
+
+func readMessage(r io.Reader) (byte, []byte, error) {
+	var hdr [5]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return 0, nil, fmt.Errorf("read from server: %w", err)
+	}
+	n := int(binary.BigEndian.Uint32(hdr[1:]))
+	if n < 4 || n > maxStartupMsgLen {
+		return 0, nil, fmt.Errorf("server sent message %q with invalid length %d", hdr[0], n)
+	}
+	body := make([]byte, n-4)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return 0, nil, fmt.Errorf("read from server: %w", err)
+	}
+	return hdr[0], body, nil
+}

@@ -1,0 +1,267 @@
+package gauss
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/decant/decant/source"
+)
+
+// Config configures a Reader.
+type Config struct {
+	DSN     string // gaussdb://, opengauss:// or postgres:// URL
+	Slot    string
+	Options Options // validated decoding options
+	// SpoolDir and MaxTxnMemory bound what one transaction holds in memory
+	// while decant waits for its commit position (the stream announces it
+	// at COMMIT); beyond it the changes spill to a file. 64 MiB when zero.
+	SpoolDir     string
+	MaxTxnMemory int
+	// StatusInterval is the longest time between two status updates; 10 s
+	// when zero.
+	StatusInterval time.Duration
+	// PositionInterval is how often, while idle, a parallel stream with
+	// enable-decode-position asks the server for a position message
+	// (gs_add_logical_decoding_position_xlog) to move the checkpoint
+	// forward; 10 s when zero.
+	PositionInterval time.Duration
+	Logger           *slog.Logger
+}
+
+// Reader streams committed transactions from a GaussDB/openGauss slot.
+type Reader struct {
+	cfg  Config
+	conn ConnConfig
+	log  *slog.Logger
+}
+
+// NewReader validates the configuration; it does not connect.
+func NewReader(cfg Config) (*Reader, error) {
+	if cfg.Slot == "" {
+		return nil, errors.New("gauss: a slot name is required")
+	}
+	cc, err := ParseDSN(cfg.DSN)
+	if err != nil {
+		return nil, err
+	}
+	cc.Replication = true
+	if cfg.MaxTxnMemory <= 0 {
+		cfg.MaxTxnMemory = 64 << 20
+	}
+	if cfg.StatusInterval <= 0 {
+		cfg.StatusInterval = 10 * time.Second
+	}
+	if cfg.PositionInterval <= 0 {
+		cfg.PositionInterval = 10 * time.Second
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Reader{cfg: cfg, conn: cc, log: log}, nil
+}
+
+// Format is the payload format the configured options make the server
+// send.
+func (r *Reader) Format() Format {
+	return Format{Style: r.cfg.Options.Style(), Batch: r.cfg.Options.Batch()}
+}
+
+// Identify connects once and reports the server's identity and log end.
+func (r *Reader) Identify(ctx context.Context) (source.Server, error) {
+	conn, err := Connect(ctx, r.conn)
+	if err != nil {
+		return source.Server{}, err
+	}
+	defer closeConn(ctx, conn)
+	return identify(ctx, conn)
+}
+
+func identify(ctx context.Context, conn *pgconn.PgConn) (source.Server, error) {
+	row, err := queryRow(ctx, conn, "IDENTIFY_SYSTEM")
+	if err != nil || len(row) < 3 {
+		return source.Server{}, fmt.Errorf("identify source system: %w", errOr(err, "short answer"))
+	}
+	end, err := source.ParseLSN(row[2])
+	if err != nil {
+		return source.Server{}, fmt.Errorf("identify source system: %w", err)
+	}
+	return source.Server{SystemID: row[0], WALEnd: end}, nil
+}
+
+// slotInfo is what the source says about the slot.
+type slotInfo struct {
+	plugin       string
+	confirmed    source.LSN
+	confirmedCSN uint64
+	active       bool
+}
+
+func readSlot(ctx context.Context, conn *pgconn.PgConn, slot string) (slotInfo, bool, error) {
+	row, err := queryRow(ctx, conn, fmt.Sprintf(
+		"SELECT plugin, confirmed_flush, confirmed_csn, active FROM pg_replication_slots WHERE slot_name = %s", quoteLiteral(slot)))
+	if err != nil {
+		return slotInfo{}, false, fmt.Errorf("read slot %s: %w", slot, err)
+	}
+	if row == nil {
+		return slotInfo{}, false, nil
+	}
+	s := slotInfo{plugin: row[0], active: row[3] == "t" || row[3] == "true"}
+	if row[1] != "" {
+		if s.confirmed, err = source.ParseLSN(row[1]); err != nil {
+			return slotInfo{}, false, fmt.Errorf("read slot %s: %w", slot, err)
+		}
+	}
+	if row[2] != "" {
+		if s.confirmedCSN, err = strconv.ParseUint(row[2], 10, 64); err != nil {
+			return slotInfo{}, false, fmt.Errorf("read slot %s: %w", slot, err)
+		}
+	}
+	return s, true, nil
+}
+
+// checkSlot refuses a missing slot, a slot of the other ordering, and a
+// slot moved past the target's checkpoint by someone else.
+func (r *Reader) checkSlot(ctx context.Context, conn *pgconn.PgConn, req source.StreamRequest) error {
+	s, ok, err := readSlot(ctx, conn, r.cfg.Slot)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return setupf("slot %s does not exist on the source; run decant init", r.cfg.Slot)
+	}
+	csnSlot := s.confirmedCSN != 0
+	if csnSlot != r.cfg.Options.CSNOrder() {
+		return setupf("slot %s is ordered by %s but output-order is %s; use a slot of the matching kind",
+			r.cfg.Slot, orderName(csnSlot), orderName(r.cfg.Options.CSNOrder()))
+	}
+	if !csnSlot && s.confirmed > req.Start {
+		return setupf("slot %s confirmed %s but the target's checkpoint is %s: something else consumed or advanced the slot and the transactions in between were never applied; run decant drop and init again, then recopy the tables",
+			r.cfg.Slot, s.confirmed, req.Start)
+	}
+	if csnSlot && s.confirmedCSN > req.StartCSN {
+		return setupf("slot %s confirmed CSN %d but the target's checkpoint is CSN %d: something else consumed or advanced the slot; run decant drop and init again, then recopy the tables",
+			r.cfg.Slot, s.confirmedCSN, req.StartCSN)
+	}
+	return nil
+}
+
+func orderName(csn bool) string {
+	if csn {
+		return "CSN"
+	}
+	return "LSN"
+}
+
+// Stream connects, starts replication from the checkpoint and delivers
+// chunks until ctx ends or the connection fails.
+func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<- source.Chunk) error {
+	if err := source.RemoveSpills(r.cfg.SpoolDir, spillPrefix(r.cfg.Slot)); err != nil {
+		return err
+	}
+	conn, err := Connect(ctx, r.conn)
+	if err != nil {
+		return err
+	}
+	defer closeConn(ctx, conn)
+	srv, err := identify(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if req.SystemID != "" && srv.SystemID != req.SystemID {
+		return fmt.Errorf("source system identifier is %s but the target's checkpoint was recorded from %s: decant is pointed at a different source server; fix --source, or run decant drop and init for the new source", srv.SystemID, req.SystemID)
+	}
+	if err := r.checkSlot(ctx, conn, req); err != nil {
+		return err
+	}
+	start := req.Start
+	if r.cfg.Options.CSNOrder() {
+		start = 0 // the server resumes from the slot's confirmed CSN; replays are skipped by CSN
+	}
+	if err := startReplication(ctx, conn, r.cfg.Slot, start, r.cfg.Options.StartReplicationArgs()); err != nil {
+		return err
+	}
+	r.log.Info("streaming", "slot", r.cfg.Slot, "from", start.String(), "format", r.Format().String())
+	s := newStream(r, conn, req, out)
+	defer s.close(ctx)
+	return s.run(ctx)
+}
+
+// startReplication sends START_REPLICATION and waits for the stream to
+// begin. Option errors come as an ErrorResponse before CopyBothResponse in
+// parallel mode, and right after it in serial mode (the plugin parses its
+// options once streaming started); the caller meets the latter as the
+// first message of the stream.
+func startReplication(ctx context.Context, conn *pgconn.PgConn, slot string, start source.LSN, args string) error {
+	sql := fmt.Sprintf("START_REPLICATION SLOT %s LOGICAL %s", quoteIdent(slot), start)
+	if args != "" {
+		sql += " " + args
+	}
+	conn.Frontend().Send(&pgproto3.Query{String: sql})
+	if err := conn.Frontend().Flush(); err != nil {
+		return fmt.Errorf("send START_REPLICATION: %w", err)
+	}
+	for {
+		msg, err := conn.ReceiveMessage(ctx)
+		if err != nil {
+			return fmt.Errorf("start replication from slot %s: %w", slot, err)
+		}
+		switch m := msg.(type) {
+		case *pgproto3.ErrorResponse:
+			return fmt.Errorf("start replication from slot %s: %w", slot, pgconn.ErrorResponseToPgError(m))
+		case *pgproto3.CopyBothResponse:
+			return nil
+		}
+	}
+}
+
+func spillPrefix(slot string) string { return "decant-" + slot + "-" }
+
+// setupError is a source that is not set up for this pipeline.
+type setupError struct{ msg string }
+
+func (e *setupError) Error() string { return e.msg }
+
+func setupf(format string, args ...any) error { return &setupError{fmt.Sprintf(format, args...)} }
+
+func errOr(err error, msg string) error {
+	if err != nil {
+		return err
+	}
+	return errors.New(msg)
+}
+
+// queryRow runs a simple-protocol query and returns its first row as text
+// (nil when there is none).
+func queryRow(ctx context.Context, conn *pgconn.PgConn, sql string) ([]string, error) {
+	res, err := conn.Exec(ctx, sql).ReadAll()
+	if err != nil {
+		return nil, err
+	}
+	if len(res) == 0 || len(res[0].Rows) == 0 {
+		return nil, nil
+	}
+	row := make([]string, len(res[0].Rows[0]))
+	for i, v := range res[0].Rows[0] {
+		row[i] = string(v)
+	}
+	return row, nil
+}
+
+func closeConn(ctx context.Context, conn *pgconn.PgConn) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	defer cancel()
+	conn.Close(cctx)
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -1,0 +1,320 @@
+package gauss
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/decant/decant/source"
+)
+
+const chunkChanges = 512
+
+// stream is one replication connection: it reads payloads, decodes them,
+// assembles transactions and hands them over in commit order.
+type stream struct {
+	r      *Reader
+	conn   *pgconn.PgConn
+	req    source.StreamRequest
+	out    chan<- source.Chunk
+	format Format
+	rels   *relations
+	spool  *source.Spool
+
+	txn      *source.Txn // open transaction (BEGIN seen)
+	reported uint64      // last position sent in a status update
+	sentAt   time.Time
+	lastData time.Time      // last payload or position message
+	askedPos time.Time      // last request for a position message
+	sql      *pgconn.PgConn // for position requests, opened on first need
+}
+
+func newStream(r *Reader, conn *pgconn.PgConn, req source.StreamRequest, out chan<- source.Chunk) *stream {
+	return &stream{
+		r: r, conn: conn, req: req, out: out,
+		format:   r.Format(),
+		rels:     newRelations(),
+		spool:    &source.Spool{Dir: r.cfg.SpoolDir, Prefix: spillPrefix(r.cfg.Slot), Limit: r.cfg.MaxTxnMemory},
+		lastData: time.Now(),
+	}
+}
+
+func (s *stream) close(ctx context.Context) {
+	s.spool.Reset()
+	if s.sql != nil {
+		closeConn(ctx, s.sql)
+	}
+}
+
+// acked is the position the target durably holds: an LSN, or the commit
+// CSN on CSN-ordered slots, which the server reads from the same field.
+func (s *stream) acked() uint64 {
+	if s.r.cfg.Options.CSNOrder() && s.req.AckedCSN != nil {
+		return s.req.AckedCSN()
+	}
+	return uint64(s.req.Acked())
+}
+
+func (s *stream) run(ctx context.Context) error {
+	for {
+		if err := s.maybeReport(false); err != nil {
+			return err
+		}
+		if err := s.maybeAskPosition(ctx); err != nil {
+			return err
+		}
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		msg, err := s.conn.ReceiveMessage(rctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				s.report() // a clean stop: tell the source what the target holds
+				s.conn.Frontend().Send(&pgproto3.CopyDone{})
+				s.conn.Frontend().Flush()
+				return ctx.Err()
+			}
+			if pgconn.Timeout(err) {
+				continue
+			}
+			return fmt.Errorf("receive from source: %w", err)
+		}
+		switch m := msg.(type) {
+		case *pgproto3.CopyData:
+			if err := s.copyData(ctx, m.Data); err != nil {
+				return err
+			}
+		case *pgproto3.ErrorResponse:
+			// In serial mode an option error arrives here, after the
+			// stream began.
+			return fmt.Errorf("source replication stream: %w", pgconn.ErrorResponseToPgError(m))
+		case *pgproto3.CopyDone, *pgproto3.CommandComplete:
+			return errors.New("source ended the replication stream")
+		}
+	}
+}
+
+func (s *stream) copyData(ctx context.Context, data []byte) error {
+	if len(data) == 0 {
+		return errors.New("source sent an empty CopyData message")
+	}
+	switch data[0] {
+	case 'k':
+		k, err := parseKeepalive(data)
+		if err != nil {
+			return err
+		}
+		if k.ReplyRequested {
+			if err := s.report(); err != nil {
+				return err
+			}
+		}
+		// In serial mode the keepalive's position is the end of what the
+		// decoder processed: with no transaction open, nothing commits
+		// below it unseen. In parallel mode it is the reader thread's
+		// position, possibly ahead of commits still in decoder threads,
+		// and must not be confirmed (gaussdb-decoding.md §5.4).
+		if s.format.Style == 'm' && s.txn == nil && !s.r.cfg.Options.CSNOrder() {
+			s.idleMark(k.WALEnd)
+		}
+		return nil
+	case 'w':
+		start, payload, err := parseXLogData(data)
+		if err != nil {
+			return err
+		}
+		recs, err := Decode(s.format, payload, start)
+		if err != nil {
+			return fmt.Errorf("decode payload at %s: %w", start, err)
+		}
+		s.lastData = time.Now()
+		for i := range recs {
+			if err := s.record(ctx, &recs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("source sent an unknown replication message %q", data[0])
+}
+
+// record handles one decoded record.
+func (s *stream) record(ctx context.Context, r *Record) error {
+	switch r.Kind {
+	case KindBegin:
+		if s.txn != nil {
+			return fmt.Errorf("BEGIN (CSN %d) inside an open transaction", r.CSN)
+		}
+		s.txn = &source.Txn{Xid: uint32(r.Xid), CSN: r.CSN, ByCSN: s.r.cfg.Options.CSNOrder(), CommitTime: parseTime(r.Time)}
+		return s.spool.Reset()
+	case KindInsert, KindUpdate, KindDelete:
+		if s.txn == nil {
+			return fmt.Errorf("%s of %s.%s outside a transaction", r.Kind, r.Schema, r.Table)
+		}
+		c, err := s.rels.change(r)
+		if err != nil {
+			return fmt.Errorf("xid %d: %w", s.txn.Xid, err)
+		}
+		return s.spool.Add(c)
+	case KindCommit:
+		return s.commit(ctx, r)
+	case KindHeartbeat:
+		s.r.log.Debug("heartbeat", "read", r.HeartbeatRead, "flush", r.HeartbeatFlush, "time", r.HeartbeatTime)
+		return nil
+	case KindPosition:
+		s.lastData = time.Now()
+		if s.txn == nil && !s.r.cfg.Options.CSNOrder() {
+			s.idleMark(source.LSN(r.PositionLSN))
+		}
+		return nil
+	case KindDDL:
+		return fmt.Errorf("source sent DDL in xid %d (%.60s): applying DDL from GaussDB is not supported yet; leave enable-ddl-decoding off", s.txnXid(), r.DDL)
+	case KindTruncate:
+		return fmt.Errorf("source sent TRUNCATE in xid %d: not supported from GaussDB yet", s.txnXid())
+	}
+	return fmt.Errorf("unexpected %s record", r.Kind)
+}
+
+func (s *stream) txnXid() uint32 {
+	if s.txn == nil {
+		return 0
+	}
+	return s.txn.Xid
+}
+
+// commit places the transaction at its commit position and hands it over.
+// Formats whose COMMIT carries the end of the commit record resume right
+// after it; parallel text and JSON without batching only give the commit
+// record's start, so the resume point is one byte past it: the server then
+// skips that transaction (its commit starts before) and keeps the next.
+func (s *stream) commit(ctx context.Context, r *Record) error {
+	txn := s.txn
+	if txn == nil {
+		return fmt.Errorf("COMMIT at %s without BEGIN", r.LSN)
+	}
+	s.txn = nil
+	if r.HasXid {
+		txn.Xid = uint32(r.Xid)
+	}
+	if r.CSN != 0 && txn.CSN == 0 {
+		txn.CSN = r.CSN
+	}
+	if txn.CommitTime.IsZero() {
+		txn.CommitTime = parseTime(r.Time)
+	}
+	end := r.LSN
+	if (s.format.Style == 't' || s.format.Style == 'j') && !s.format.Batch {
+		txn.Commit, end = r.LSN, r.LSN+1
+	} else if end > 0 {
+		txn.Commit = end - 1
+	}
+	if end == 0 {
+		return fmt.Errorf("COMMIT of xid %d carries no position", txn.Xid)
+	}
+	sent := 0
+	err := s.spool.Replay(chunkChanges, func(cs []source.Change) error {
+		sent += len(cs)
+		c := source.Chunk{Txn: txn, Changes: cs}
+		if sent == s.spool.Len() {
+			c.Commit, c.End = true, end
+		}
+		return s.send(ctx, c)
+	})
+	if err == nil && sent == 0 {
+		err = s.send(ctx, source.Chunk{Txn: txn, Commit: true, End: end})
+	}
+	if rerr := s.spool.Reset(); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// send hands a chunk to the applier, reporting status while it waits.
+func (s *stream) send(ctx context.Context, c source.Chunk) error {
+	for {
+		select {
+		case s.out <- c:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(s.r.cfg.StatusInterval):
+			if err := s.report(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// idleMark tells the applier that nothing commits below end unseen.
+func (s *stream) idleMark(end source.LSN) {
+	if end <= s.req.Acked() {
+		return
+	}
+	select {
+	case s.out <- source.Chunk{End: end}:
+	default:
+	}
+}
+
+func (s *stream) maybeReport(force bool) error {
+	if !force && s.acked() == s.reported && time.Since(s.sentAt) < s.r.cfg.StatusInterval {
+		return nil
+	}
+	return s.report()
+}
+
+// report sends the status update: every position field is the last
+// position committed on the target, never a received one.
+func (s *stream) report() error {
+	pos := s.acked()
+	if err := s.conn.Frontend().SendUnbufferedEncodedCopyData(copyData(statusUpdate(pos, time.Now()))); err != nil {
+		return fmt.Errorf("send status update: %w", err)
+	}
+	s.reported, s.sentAt = pos, time.Now()
+	return nil
+}
+
+// maybeAskPosition asks a parallel GaussDB stream with decode positions
+// for a position message when it has been idle, so that the checkpoint
+// (and the slot) move forward while the replicated tables are quiet.
+func (s *stream) maybeAskPosition(ctx context.Context) error {
+	o := s.r.cfg.Options
+	if s.format.Style == 'm' || !o.DecodePosition() || o.CSNOrder() || s.txn != nil ||
+		time.Since(s.lastData) < s.r.cfg.PositionInterval || time.Since(s.askedPos) < s.r.cfg.PositionInterval {
+		return nil
+	}
+	s.askedPos = time.Now()
+	if s.sql == nil {
+		cc := s.r.conn
+		cc.Replication = false
+		conn, err := Connect(ctx, cc)
+		if err != nil {
+			return err
+		}
+		s.sql = conn
+	}
+	if _, err := s.sql.Exec(ctx, "SELECT gs_add_logical_decoding_position_xlog()").ReadAll(); err != nil {
+		return fmt.Errorf("ask the source for a decode position: %w", err)
+	}
+	return nil
+}
+
+// copyData frames a client message as CopyData.
+func copyData(b []byte) []byte {
+	out, _ := (&pgproto3.CopyData{Data: b}).Encode(nil)
+	return out
+}
+
+// parseTime reads a commit timestamp as the server prints it
+// ("2025-11-22 16:09:34.531976+08"); zero when absent or unreadable.
+func parseTime(s string) time.Time {
+	for _, layout := range []string{"2006-01-02 15:04:05.999999-07", "2006-01-02 15:04:05.999999-07:00", "2006-01-02 15:04:05.999999Z07:00"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t
+		}
+	}
+	return time.Time{}
+}
