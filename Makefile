@@ -38,9 +38,16 @@ demo: deps
 bench: deps
 	$(GO) run ./integration/bench
 
+# fuzz runs every fuzz target for FUZZTIME each; a failing input is saved
+# under the package's testdata/fuzz and fails `make test` from then on.
 FUZZTIME ?= 30s
+FUZZ_TARGETS := ./source/pgoutput:FuzzDecode ./source/gauss:FuzzDecodeBinary ./source/gauss:FuzzDecodeText \
+	./source/gauss:FuzzDecodeJSON ./source/gauss:FuzzDecodeMppdb ./mapping:FuzzArrayToJSON ./mapping:FuzzCompositeToJSON
 fuzz:
-	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./source/pgoutput/
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t#*:} in $${t%%:*} for $(FUZZTIME)"; \
+		$(GO) test -run XXX -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) $${t%%:*}; \
+	done
 
 clean:
 	rm -rf bin

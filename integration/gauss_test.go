@@ -266,3 +266,93 @@ func TestGaussCrashRecovery(t *testing.T) {
 	q.assertEqual()
 	t.Logf("%d transactions served in %d runs, %d of which applied work", len(work.txns), kills, advanced)
 }
+
+// TestGaussCSNOrder runs the differential workload from a CSN-ordered slot
+// (output-order 1): the checkpoint keeps the CSN, and replays are skipped
+// by it.
+func TestGaussCSNOrder(t *testing.T) {
+	p := newPair(t)
+	p.both(mixedSchema)
+	work := captureWorkload(t, p, "accounts, events, batches, marker", func() {
+		if _, err := workload(t, p.src, 2, 100); err != nil {
+			t.Fatal(err)
+		}
+		finalMarker(t, p.src)
+	})
+	q := newPair(t)
+	psql(t, q.tgt, mixedSchema)
+	q.src = p.src
+	runGauss(t, q, work, []string{"parallel-decode-num=2", "decode-style=b", "output-order=1"})
+	last := work.txns[len(work.txns)-1]
+	if got := queryValue(t, q.tgt, `SELECT commit_csn::text FROM decant.checkpoint WHERE pipeline = '`+q.name+`'`); got != fmt.Sprint(last.CSN) {
+		t.Errorf("checkpoint CSN %s, want the last transaction's %d", got, last.CSN)
+	}
+}
+
+// TestGaussErrors: options refused before connecting, an option the
+// server refuses after the stream began, a wrong password, and an
+// authentication method decant cannot speak.
+func TestGaussErrors(t *testing.T) {
+	p := newPair(t)
+	psql(t, p.tgt, `CREATE TABLE t (id integer PRIMARY KEY);`)
+	srv, err := gaussstub.Start(gaussstub.Config{User: "decant", Password: "Gauss@123", AuthMethod: "sha256", SystemID: "7300000000000000003"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	g := gaussPair(t, p, srv, nil)
+	for _, c := range []struct {
+		option, want string
+	}{
+		{"parallel-decode-num=25", "parallel-decode-num"},
+		{"decode-style=b", "decode-style"},
+		{"parallel-decode-num=2,parallel-queue-size=100", "power of two"},
+		{"max-queue-cache-num=9000", "logical_decode_options_default"},
+		{"decode-sequence=true", "decode-sequence"},
+		{"no-such-option=1", "no-such-option"},
+	} {
+		_, errOut, code := g.decant("run", "--source-option", c.option)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("option %s: exit %d, %q", c.option, code, errOut)
+		}
+	}
+
+	g.mustDecant("init")
+	srv.Append(gaussstub.Txn{Xid: 9, CSN: 2, FirstLSN: 0x1000100, CommitStart: 0x1000200, CommitEnd: 0x1000230, Records: []gauss.Record{
+		{Kind: gauss.KindBegin, LSN: 0x1000100, FirstLSN: 0x1000100, CSN: 2},
+		{Kind: gauss.KindInsert, LSN: 0x1000150, Schema: "public", Table: "t", New: []gauss.Column{{Name: "id", Type: 23, Value: []byte("1")}}},
+		{Kind: gauss.KindCommit, LSN: 0x1000230, Xid: 9, HasXid: true},
+	}})
+	// Accepted by decant in serial mode (with a warning), refused by the
+	// server's serial plugin after CopyBothResponse.
+	_, errOut, code := g.decant("run", "--catch-up", "--source-option", "change-log-max-len=100")
+	if code != 1 {
+		t.Errorf("server-side option error: exit %d", code)
+	}
+	oneLineError(t, "server option error", errOut, `option "change-log-max-len"`)
+
+	wrong := *g
+	wrong.src = strings.Replace(strings.Replace(g.src, "Gauss%40123", "wrong-"+secret, 1), "Gauss@123", "wrong-"+secret, 1)
+	_, errOut, code = wrong.decant("run", "--catch-up")
+	if code != 1 {
+		t.Errorf("wrong password: exit %d", code)
+	}
+	oneLineError(t, "wrong password", errOut, "Invalid username/password")
+
+	g.mustDecant("run", "--catch-up")
+	if n := queryValue(t, p.tgt, `SELECT count(*)::text FROM t`); n != "1" {
+		t.Errorf("after the errors, a clean run applied %s rows, want 1", n)
+	}
+
+	gss, err := gaussstub.Start(gaussstub.Config{User: "decant", Password: "x", AuthMethod: "gss", SystemID: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gss.Close)
+	other := gaussPair(t, p, gss, nil)
+	_, errOut, code = other.decant("init")
+	if code != 1 {
+		t.Errorf("GSSAPI: exit %d", code)
+	}
+	oneLineError(t, "gss", errOut, "GSSAPI", "pg_hba.conf")
+}
