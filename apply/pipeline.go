@@ -121,15 +121,23 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		if time.Since(began) > time.Minute {
 			backoff = time.Second
 		}
-		p.log.Warn("replication interrupted; resuming from the checkpoint", "error", err.Error(), "retry_in", backoff.String())
+		wait := backoff
+		if !busySince.IsZero() {
+			// The previous session's walsender goes away as soon as it
+			// notices its client died: look again soon.
+			wait = 250 * time.Millisecond
+		}
+		p.log.Warn("replication interrupted; resuming from the checkpoint", "error", err.Error(), "retry_in", wait.String())
 		p.tgt.Close(ctx)
 		select {
 		case <-ctx.Done():
 			p.log.Info("stopped", "flushed", p.Acked().String())
 			return nil
-		case <-time.After(backoff):
+		case <-time.After(wait):
 		}
-		backoff = min(backoff*2, 30*time.Second)
+		if busySince.IsZero() {
+			backoff = min(backoff*2, 30*time.Second)
+		}
 	}
 }
 
