@@ -40,3 +40,12 @@ type Target interface {
 	// Close releases the connection.
 	Close(ctx context.Context)
 }
+
+// DDLCommitter is a Target whose schema changes commit by themselves
+// (MySQL). Before a schema change the pipeline commits what it applied so
+// far with CommitPartial: cp is the checkpoint of the last complete source
+// transaction, and the target also records that the first seq changes of
+// txn are applied. The schema change itself must be safe to run again.
+type DDLCommitter interface {
+	CommitPartial(ctx context.Context, cp checkpoint.Row, txn *source.Txn, seq int) error
+}

@@ -194,6 +194,8 @@ type group struct {
 	cp    checkpoint.Row // checkpoint once everything received is committed
 	txns  int
 	begun time.Time
+	txn   *source.Txn // the source transaction being applied
+	seq   int         // how many of its changes are applied (or were before a restart)
 }
 
 // applyLoop applies chunks in order until an error or the end of ctx.
@@ -218,14 +220,9 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp checkpoint.Row, stopAt sour
 			if stored.Applied(c.Txn) {
 				continue // replayed after a restart: already on the target
 			}
-			if len(c.Changes) > 0 {
-				if !g.open {
-					g.open, g.begun = true, time.Now()
-				}
-				if err := p.tgt.Apply(ctx, c.Txn, c.Changes); err != nil {
-					p.rollback(ctx, &g)
-					return err
-				}
+			if err := p.applyChunk(ctx, &g, &stored, c); err != nil {
+				p.rollback(ctx, &g)
+				return err
 			}
 			if !c.Commit {
 				continue
@@ -255,6 +252,68 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp checkpoint.Row, stopAt sour
 			return errCaughtUp
 		}
 	}
+}
+
+// applyChunk applies a chunk's changes. A transaction that a restart
+// finds partly applied (its first changes committed before a schema change
+// on a target whose DDL commits by itself) skips what is already there.
+// On such a target each schema change is preceded by a commit that records
+// how far the transaction got, so that a crash after the DDL resumes
+// behind it rather than applying the rows before it twice.
+func (p *Pipeline) applyChunk(ctx context.Context, g *group, stored *checkpoint.Row, c source.Chunk) error {
+	if g.txn != c.Txn {
+		g.txn, g.seq = c.Txn, 0
+	}
+	changes := c.Changes
+	if skip := stored.Skip(c.Txn) - g.seq; skip > 0 {
+		n := min(skip, len(changes))
+		changes, g.seq = changes[n:], g.seq+n
+	}
+	splitter, splits := p.tgt.(DDLCommitter)
+	for len(changes) > 0 {
+		n := len(changes)
+		if splits {
+			if i := firstDDL(changes); i >= 0 {
+				n = i
+			}
+		}
+		if n > 0 {
+			if err := p.applyChanges(ctx, g, c.Txn, changes[:n]); err != nil {
+				return err
+			}
+			changes, g.seq = changes[n:], g.seq+n
+			continue
+		}
+		// changes[0] is a schema change on a target that commits DDL alone.
+		if err := splitter.CommitPartial(ctx, g.cp, c.Txn, g.seq); err != nil {
+			return err
+		}
+		*stored = g.cp
+		stored.PartialCommit, stored.PartialSeq = c.Txn.Commit, g.seq
+		p.ack(*stored)
+		g.open = false
+		if err := p.applyChanges(ctx, g, c.Txn, changes[:1]); err != nil {
+			return err
+		}
+		changes, g.seq = changes[1:], g.seq+1
+	}
+	return nil
+}
+
+func (p *Pipeline) applyChanges(ctx context.Context, g *group, txn *source.Txn, changes []source.Change) error {
+	if !g.open {
+		g.open, g.begun = true, time.Now()
+	}
+	return p.tgt.Apply(ctx, txn, changes)
+}
+
+func firstDDL(changes []source.Change) int {
+	for i := range changes {
+		if changes[i].Op == source.OpDDL {
+			return i
+		}
+	}
+	return -1
 }
 
 // rollback abandons the open target transaction; it runs during shutdown

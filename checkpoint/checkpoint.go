@@ -35,6 +35,20 @@ type Row struct {
 	// nothing else commits below a later position.
 	End         source.LSN
 	AppliedTime time.Time // when the row was last written
+	// PartialCommit and PartialSeq mark a transaction applied only in part:
+	// its first PartialSeq changes are on the target. Targets whose DDL
+	// commits by itself (MySQL) write them before each schema change, so a
+	// restart resumes inside the transaction instead of repeating it.
+	PartialCommit source.LSN
+	PartialSeq    int
+}
+
+// Skip returns how many of txn's first changes are already applied.
+func (r Row) Skip(txn *source.Txn) int {
+	if r.PartialSeq > 0 && txn.Commit == r.PartialCommit {
+		return r.PartialSeq
+	}
+	return 0
 }
 
 // Applied reports whether txn has already been applied. By LSN: its commit
@@ -54,6 +68,7 @@ func (r Row) After(txn *source.Txn, end source.LSN) Row {
 	r.Commit, r.Xid, r.CommitTime = txn.Commit, txn.Xid, txn.CommitTime
 	r.End = max(r.End, end)
 	r.CSN = max(r.CSN, txn.CSN)
+	r.PartialCommit, r.PartialSeq = 0, 0
 	return r
 }
 
@@ -74,14 +89,17 @@ CREATE TABLE IF NOT EXISTS decant.checkpoint (
 	commit_csn   bigint,
 	xid          bigint,
 	commit_time  timestamptz,
-	applied_time timestamptz NOT NULL DEFAULT now()
+	applied_time timestamptz NOT NULL DEFAULT now(),
+	partial_commit_lsn pg_lsn,
+	partial_seq  integer NOT NULL DEFAULT 0
 )`
 
 // PGAdvance moves the checkpoint forward inside the applying transaction.
 // It matches no row (and the caller must roll back) if the stored position
 // is already past the new one. Parameters: PGAdvanceArgs.
 const PGAdvance = `UPDATE decant.checkpoint
-	SET commit_lsn = $2, end_lsn = $3, xid = $4, commit_time = $5, commit_csn = $6, applied_time = now()
+	SET commit_lsn = $2, end_lsn = $3, xid = $4, commit_time = $5, commit_csn = $6, applied_time = now(),
+		partial_commit_lsn = NULL, partial_seq = 0
 	WHERE pipeline = $1 AND end_lsn <= $3 AND coalesce(commit_csn, 0) <= coalesce($6::bigint, 0)`
 
 // PGAdvanceArgs renders the row as PGAdvance's text-format parameters.
@@ -113,6 +131,9 @@ func PGEnsure(ctx context.Context, conn *pgx.Conn, row Row) (Row, bool, error) {
 	if _, err := conn.Exec(ctx, PGCreate); err != nil {
 		return Row{}, false, fmt.Errorf("create checkpoint table decant.checkpoint on target: %w", err)
 	}
+	if _, err := conn.Exec(ctx, PGSchemaCreate); err != nil {
+		return Row{}, false, fmt.Errorf("create decant.schema on target: %w", err)
+	}
 	var csn *int64
 	if row.CSN != 0 {
 		v := int64(row.CSN)
@@ -142,6 +163,8 @@ func PGRead(ctx context.Context, conn *pgx.Conn, pipeline string) (Row, error) {
 	err := conn.QueryRow(ctx, `SELECT pipeline, system_id, commit_lsn::text, end_lsn::text, xid, commit_csn, commit_time, applied_time
 		FROM decant.checkpoint WHERE pipeline = $1`, pipeline).
 		Scan(&r.Pipeline, &r.SystemID, &r.Commit, &r.End, &xid, &csn, &commitTime, &r.AppliedTime)
+	// PostgreSQL targets apply DDL inside the transaction and never write a
+	// partial position.
 	var pgErr *pgconn.PgError
 	if errors.Is(err, pgx.ErrNoRows) || (errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000")) {
 		return Row{}, fmt.Errorf("%w for pipeline %s on the target; run decant init first", ErrNotFound, pipeline)

@@ -26,7 +26,9 @@ const MySQLCreate = `CREATE TABLE IF NOT EXISTS decant_checkpoint (
 	commit_csn   BIGINT UNSIGNED NULL,
 	xid          BIGINT UNSIGNED NULL,
 	commit_time  DATETIME(6) NULL,
-	applied_time DATETIME(6) NOT NULL
+	applied_time DATETIME(6) NOT NULL,
+	partial_commit_lsn BIGINT UNSIGNED NOT NULL DEFAULT 0,
+	partial_seq  INT NOT NULL DEFAULT 0
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`
 
 // MySQLAdvance moves the checkpoint forward inside the applying
@@ -34,7 +36,8 @@ const MySQLCreate = `CREATE TABLE IF NOT EXISTS decant_checkpoint (
 // the new one (the connection reports matched rows: clientFoundRows).
 // Parameters: MySQLAdvanceArgs.
 const MySQLAdvance = `UPDATE decant_checkpoint
-	SET commit_lsn = ?, end_lsn = ?, xid = ?, commit_time = ?, commit_csn = ?, applied_time = UTC_TIMESTAMP(6)
+	SET commit_lsn = ?, end_lsn = ?, xid = ?, commit_time = ?, commit_csn = ?, applied_time = UTC_TIMESTAMP(6),
+		partial_commit_lsn = ?, partial_seq = ?
 	WHERE pipeline = ? AND end_lsn <= ? AND COALESCE(commit_csn, 0) <= ?`
 
 // MySQLAdvanceArgs are MySQLAdvance's parameters.
@@ -50,20 +53,23 @@ func (r Row) MySQLAdvanceArgs() []any {
 	if r.CSN != 0 {
 		csn = r.CSN
 	}
-	return []any{uint64(r.Commit), uint64(r.End), xid, commitTime, csn, r.Pipeline, uint64(r.End), r.CSN}
+	return []any{uint64(r.Commit), uint64(r.End), xid, commitTime, csn, uint64(r.PartialCommit), int64(r.PartialSeq), r.Pipeline, uint64(r.End), r.CSN}
 }
 
 // Querier is what the MySQL functions need: *sql.DB, *sql.Conn or *sql.Tx.
 type Querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
 // MySQLEnsure creates the table if needed and inserts the pipeline's row
 // unless one exists; like PGEnsure.
 func MySQLEnsure(ctx context.Context, db Querier, row Row) (Row, bool, error) {
-	if _, err := db.ExecContext(ctx, MySQLCreate); err != nil {
-		return Row{}, false, fmt.Errorf("create checkpoint table decant_checkpoint on target: %w", err)
+	for _, q := range append([]string{MySQLCreate}, MySQLSchemaCreate...) {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			return Row{}, false, fmt.Errorf("create decant's tables on target: %w", err)
+		}
 	}
 	var csn any
 	if row.CSN != 0 {
@@ -93,10 +99,12 @@ func MySQLRead(ctx context.Context, db Querier, pipeline string) (Row, error) {
 	var csn sql.NullString
 	var commitTime sql.NullString
 	var applied string
+	var partial uint64
 	err := db.QueryRowContext(ctx, `SELECT pipeline, system_id, commit_lsn, end_lsn, xid, commit_csn,
-			DATE_FORMAT(commit_time, '%Y-%m-%d %H:%i:%s.%f'), DATE_FORMAT(applied_time, '%Y-%m-%d %H:%i:%s.%f')
+			DATE_FORMAT(commit_time, '%Y-%m-%d %H:%i:%s.%f'), DATE_FORMAT(applied_time, '%Y-%m-%d %H:%i:%s.%f'),
+			partial_commit_lsn, partial_seq
 		FROM decant_checkpoint WHERE pipeline = ?`, pipeline).
-		Scan(&r.Pipeline, &r.SystemID, &commit, &end, &xid, &csn, &commitTime, &applied)
+		Scan(&r.Pipeline, &r.SystemID, &commit, &end, &xid, &csn, &commitTime, &applied, &partial, &r.PartialSeq)
 	var myErr *mysql.MySQLError
 	if errors.Is(err, sql.ErrNoRows) || (errors.As(err, &myErr) && myErr.Number == 1146) {
 		return Row{}, fmt.Errorf("%w for pipeline %s on the target; run decant init first", ErrNotFound, pipeline)
@@ -105,6 +113,7 @@ func MySQLRead(ctx context.Context, db Querier, pipeline string) (Row, error) {
 		return Row{}, fmt.Errorf("read checkpoint of pipeline %s: %w", pipeline, err)
 	}
 	r.Commit, r.End, r.Xid = source.LSN(commit), source.LSN(end), uint32(xid.Int64)
+	r.PartialCommit = source.LSN(partial)
 	if csn.Valid {
 		r.CSN, _ = strconv.ParseUint(csn.String, 10, 64)
 	}

@@ -1,11 +1,15 @@
 package integration
 
 import (
+	"context"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/decant/decant/integration/compare"
 )
 
 // TestCrashRecovery is the exactly-once proof: `decant run` is SIGKILLed at
@@ -18,23 +22,47 @@ func TestCrashRecovery(t *testing.T) {
 		p := newPair(t)
 		p.both(mixedSchema)
 		p.mustDecant("init")
-		crashTest(t, p)
+		crashTest(t, p, false)
 	})
 	t.Run("mariadb", func(t *testing.T) {
 		p := newMySQLPair(t)
 		psql(t, p.src, mixedSchema)
 		p.mustDecant("init", "--create-tables")
-		crashTest(t, p)
+		crashTest(t, p, false)
+	})
+}
+
+// TestCrashRecoveryDDL is the crash test with schema changes in the
+// workload: columns are added and dropped while rows are written and
+// decant is killed. On MariaDB, where DDL commits by itself, this is the
+// proof that a crash between a schema change and its checkpoint does not
+// break the restart.
+func TestCrashRecoveryDDL(t *testing.T) {
+	t.Run("postgres", func(t *testing.T) {
+		p := newPair(t)
+		p.both(mixedSchema)
+		p.mustDecant("init", "--ddl")
+		crashTest(t, p, true)
+	})
+	t.Run("mariadb", func(t *testing.T) {
+		p := newMySQLPair(t)
+		psql(t, p.src, mixedSchema)
+		p.mustDecant("init", "--ddl", "--create-tables")
+		crashTest(t, p, true)
 	})
 }
 
 // crashTest keeps 4 clients writing, in rounds, until decant has been
 // killed at least 10 times and 5,000 transactions committed, so that every
 // kill lands while there is work in flight.
-func crashTest(t *testing.T, p *pair) {
+func crashTest(t *testing.T, p *pair, ddl bool) {
 	var stop atomic.Bool
 	var committed atomic.Int64
-	done := make(chan error, 1)
+	done, running := make(chan error, 2), 1
+	if ddl {
+		running++
+		go func() { done <- schemaChurn(t, p.src, &stop) }()
+	}
 	go func() {
 		for !stop.Load() {
 			n, err := workload(t, p.src, 4, 100)
@@ -63,8 +91,10 @@ func crashTest(t *testing.T, p *pair) {
 		}
 	}
 	stop.Store(true)
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	for range running {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Every run had work to do; a run may still end before its first
 	// commit (the previous session's slot was not yet free), but most must
@@ -78,4 +108,29 @@ func crashTest(t *testing.T, p *pair) {
 		t.Errorf("checkpoint names xid %s, want the last commit's xid %s", got, xid)
 	}
 	t.Logf("%d transactions committed, decant killed %d times, %d of the runs applied work", committed.Load(), kills, advanced)
+}
+
+// schemaChurn adds a column to accounts, sets it in a transaction of its
+// own, and drops the previous one, over and over until stop.
+func schemaChurn(t *testing.T, dsn string, stop *atomic.Bool) error {
+	conn, err := compare.Connect(t.Context(), dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	for n := 1; !stop.Load(); n++ {
+		sql := fmt.Sprintf(`BEGIN; ALTER TABLE accounts ADD COLUMN extra_%d integer DEFAULT %d;
+			UPDATE accounts SET extra_%d = extra_%d + 1 WHERE id %% 7 = 0; COMMIT;`, n, n, n, n)
+		if n > 1 {
+			sql += fmt.Sprintf(`ALTER TABLE accounts DROP COLUMN extra_%d;`, n-1)
+		}
+		if _, err := conn.Exec(t.Context(), sql); err != nil {
+			if sqlState(err) != "40P01" {
+				return fmt.Errorf("schema change %d: %w", n, err)
+			}
+			conn.Exec(t.Context(), "ROLLBACK")
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	return nil
 }

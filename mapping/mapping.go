@@ -61,15 +61,19 @@ type Plan struct {
 	// to hold the new value already, so a source UPDATE that did change one
 	// stops with "no row matches" rather than diverging.
 	Fixed []int
+	// Generated names the target columns the target computes itself; the
+	// source's values for them are not written.
+	Generated []string
 }
 
 // NewPlan matches a relation against the target table, renaming and
 // leaving out columns as rules say. Every written column must exist on the
-// target and not be generated there; no column that identifies rows may be
-// left out.
+// target. A column the target generates itself is never written nor used
+// to find a row (Generated lists them); no column that identifies rows may
+// be left out or generated.
 func NewPlan(rel *source.Relation, tgt TargetTable, rules ColumnRules) (*Plan, error) {
 	p := &Plan{Rel: rel, Target: tgt.Name, Partitioned: tgt.Partitioned, Names: make([]string, len(rel.Columns))}
-	var missing, generated []string
+	var missing []string
 	for i, c := range rel.Columns {
 		if slices.Contains(rules.Exclude, c.Name) {
 			continue
@@ -83,7 +87,8 @@ func NewPlan(rel *source.Relation, tgt TargetTable, rules ColumnRules) (*Plan, e
 		case !ok:
 			missing = append(missing, name)
 		case tc.Generated:
-			generated = append(generated, name)
+			p.Generated = append(p.Generated, name)
+			continue
 		case tc.IdentityAlways:
 			p.Fixed = append(p.Fixed, i)
 		}
@@ -94,10 +99,6 @@ func NewPlan(rel *source.Relation, tgt TargetTable, rules ColumnRules) (*Plan, e
 		return nil, fmt.Errorf("target table %s lacks column(s) %s of source table %s; add them on the target or exclude them in the config file",
 			targetText(tgt.Name), strings.Join(missing, ", "), rel.Table())
 	}
-	if len(generated) > 0 {
-		return nil, fmt.Errorf("target table %s generates column(s) %s that source table %s sends; make them plain columns on the target or exclude them in the config file",
-			targetText(tgt.Name), strings.Join(generated, ", "), rel.Table())
-	}
 	switch rel.Identity {
 	case source.IdentityDefault, source.IdentityIndex:
 		for i, c := range rel.Columns {
@@ -105,7 +106,7 @@ func NewPlan(rel *source.Relation, tgt TargetTable, rules ColumnRules) (*Plan, e
 				continue
 			}
 			if p.Names[i] == "" {
-				return nil, fmt.Errorf("column %s identifies rows of source table %s and cannot be excluded", c.Name, rel.Table())
+				return nil, fmt.Errorf("column %s identifies rows of source table %s and cannot be excluded or generated on the target", c.Name, rel.Table())
 			}
 			p.Key = append(p.Key, i)
 		}

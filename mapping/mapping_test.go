@@ -2,6 +2,7 @@ package mapping
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/decant/decant/source"
@@ -216,6 +217,18 @@ func TestNewPlanFixedAndPartitioned(t *testing.T) {
 	}
 }
 
+func TestGeneratedTargetColumnsNotWritten(t *testing.T) {
+	rel := &source.Relation{Schema: "public", Name: "t", Identity: source.IdentityFull, Columns: []source.Column{{Name: "g1"}, {Name: "id"}, {Name: "g2"}}}
+	tgt := TargetTable{Name: source.TableName{Schema: "public", Name: "t"}, Columns: []TargetColumn{{Name: "g1", Generated: true}, {Name: "id"}, {Name: "g2", Generated: true}}}
+	p, err := NewPlan(rel, tgt, ColumnRules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.Cols, []int{1}) || !slices.Equal(p.Generated, []string{"g1", "g2"}) || !slices.Equal(p.WhereCols(), []int{1}) {
+		t.Errorf("Cols %v Generated %v WhereCols %v: generated columns must be neither written nor matched", p.Cols, p.Generated, p.WhereCols())
+	}
+}
+
 func TestNewPlanErrors(t *testing.T) {
 	tests := []struct {
 		name string
@@ -242,17 +255,10 @@ func TestNewPlanErrors(t *testing.T) {
 			want: "target table public.t lacks column(s) ID of source table public.t; add them on the target or exclude them in the config file",
 		},
 		{
-			name: "generated column refused",
+			name: "a generated key column is refused",
 			rel:  rel(source.IdentityDefault, "id*", "total"),
-			tgt:  with(target(nil, "id"), TargetColumn{Name: "total", Generated: true}),
-			want: "target table public.t generates column(s) total that source table public.t sends; make them plain columns on the target or exclude them in the config file",
-		},
-		{
-			name: "every generated column listed",
-			rel:  rel(source.IdentityFull, "g1", "id", "g2"),
-			tgt: with(with(target(nil, "id"), TargetColumn{Name: "g2", Generated: true}),
-				TargetColumn{Name: "g1", Generated: true}),
-			want: "target table public.t generates column(s) g1, g2 that source table public.t sends; make them plain columns on the target or exclude them in the config file",
+			tgt:  with(target(nil, "total"), TargetColumn{Name: "id", Generated: true}),
+			want: "column id identifies rows of source table public.t and cannot be excluded or generated on the target",
 		},
 		{
 			name: "missing reported before generated",

@@ -19,6 +19,7 @@ const (
 	OpUpdate
 	OpDelete
 	OpTruncate
+	OpDDL // a schema change; Change.DDL describes it
 )
 
 func (o Op) String() string {
@@ -31,6 +32,8 @@ func (o Op) String() string {
 		return "delete"
 	case OpTruncate:
 		return "truncate"
+	case OpDDL:
+		return "ddl"
 	}
 	return "unknown"
 }
@@ -110,6 +113,9 @@ type Change struct {
 	Truncated       []*Relation
 	Cascade         bool
 	RestartIdentity bool
+
+	// DDL only.
+	DDL *DDL
 }
 
 // Txn is one committed source transaction.

@@ -38,6 +38,7 @@ type Field struct {
 // TableDef is a source table's definition, read from the source catalog,
 // from which a target table can be created.
 type TableDef struct {
+	OID     uint32 // the source's table OID (0 when unknown)
 	Name    TableName
 	Columns []ColumnDef
 	// PrimaryKey lists column names in key order; empty without one.
@@ -48,6 +49,7 @@ type TableDef struct {
 
 // ColumnDef is one column of a TableDef.
 type ColumnDef struct {
+	Attnum  int16 // the source's attribute number: a renamed column keeps it
 	Name    string
 	Type    uint32 // OID
 	TypeMod int32

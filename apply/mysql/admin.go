@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 
+	mysqlerr "github.com/go-sql-driver/mysql"
+
 	"github.com/decant/decant/checkpoint"
 	"github.com/decant/decant/mapping"
 	"github.com/decant/decant/source"
@@ -117,4 +119,34 @@ func (a *Admin) Create(ctx context.Context, defs []*source.TableDef) (notes []st
 		}
 	}
 	return notes, nil
+}
+
+// RecordSchema stores the source definitions of the replicated tables as
+// the starting point for schema changes (init --ddl).
+func (a *Admin) RecordSchema(ctx context.Context, defs []*source.TableDef) error {
+	for _, q := range checkpoint.MySQLSchemaCreate {
+		if _, err := a.s.Conn.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("create decant_schema on the target: %w", describe(err))
+		}
+	}
+	for _, def := range defs {
+		data, err := checkpoint.EncodeDef(def)
+		if err != nil {
+			return err
+		}
+		if _, err := a.s.Conn.ExecContext(ctx, checkpoint.MySQLSchemaSave, a.cfg.Pipeline, def.OID, string(data)); err != nil {
+			return fmt.Errorf("record the definition of %s on the target: %w", def.Name, describe(err))
+		}
+	}
+	return nil
+}
+
+// ForgetSchema removes the pipeline's stored definitions (drop).
+func (a *Admin) ForgetSchema(ctx context.Context) error {
+	_, err := a.s.Conn.ExecContext(ctx, `DELETE FROM decant_schema WHERE pipeline = ?`, a.cfg.Pipeline)
+	var my *mysqlerr.MySQLError
+	if errors.As(err, &my) && my.Number == 1146 {
+		return nil
+	}
+	return err
 }

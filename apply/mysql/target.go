@@ -31,7 +31,10 @@ type Config struct {
 	Router   *mapping.Router // source table → target table; table name in the DSN's database when nil
 	Columns  map[source.TableName]mapping.ColumnRules
 	Policy   mapping.Policy
-	Logger   *slog.Logger
+	// SkipUnsupportedDDL records and skips a schema change decant cannot
+	// translate instead of stopping (--on-unsupported-ddl skip).
+	SkipUnsupportedDDL bool
+	Logger             *slog.Logger
 }
 
 // Limits on what one batch holds; the byte limit also stays below half the
@@ -54,6 +57,7 @@ type Target struct {
 
 	tables map[source.TableName]*Table
 	plans  map[*source.Relation]*plan
+	schema map[uint32]*source.TableDef // source definitions last applied, by table OID
 	last   *plan
 
 	inTx  bool
@@ -91,14 +95,17 @@ func (t *Target) Open(ctx context.Context) (checkpoint.Row, error) {
 			return checkpoint.Row{}, err
 		}
 		t.db, t.conn, t.maria, t.maxPacket = s.DB, s.Conn, s.Maria, s.MaxPacket
-		t.tables = map[source.TableName]*Table{}
-		t.plans = map[*source.Relation]*plan{}
-		t.last = nil
+		t.forgetTables()
 	}
 	if err := t.Rollback(ctx); err != nil {
 		return checkpoint.Row{}, err
 	}
-	return checkpoint.MySQLRead(ctx, t.conn, t.cfg.Pipeline)
+	cp, err := checkpoint.MySQLRead(ctx, t.conn, t.cfg.Pipeline)
+	if err != nil {
+		return cp, err
+	}
+	t.schema, err = checkpoint.MySQLSchemaLoad(ctx, t.conn, t.cfg.Pipeline)
+	return cp, err
 }
 
 // Close drops the connection.
@@ -171,6 +178,12 @@ func (t *Target) Apply(ctx context.Context, txn *source.Txn, changes []source.Ch
 }
 
 func (t *Target) change(ctx context.Context, txn *source.Txn, c *source.Change) error {
+	if c.Op == source.OpDDL {
+		if err := t.endRun(ctx); err != nil {
+			return err
+		}
+		return t.applyDDL(ctx, txn, c.DDL)
+	}
 	if c.Op == source.OpTruncate {
 		return t.truncate(ctx, txn, c)
 	}

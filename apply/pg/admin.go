@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/decant/decant/checkpoint"
 	"github.com/decant/decant/mapping"
@@ -128,4 +129,32 @@ func (a *Admin) missingTypes(ctx context.Context, def *source.TableDef) ([]*sour
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// RecordSchema stores the source definitions of the replicated tables as
+// the starting point for schema changes (init --ddl).
+func (a *Admin) RecordSchema(ctx context.Context, defs []*source.TableDef) error {
+	if _, err := a.conn.Exec(ctx, checkpoint.PGSchemaCreate); err != nil {
+		return fmt.Errorf("create decant.schema on the target: %w", err)
+	}
+	for _, def := range defs {
+		data, err := checkpoint.EncodeDef(def)
+		if err != nil {
+			return err
+		}
+		if _, err := a.conn.Exec(ctx, checkpoint.PGSchemaSave, a.cfg.Pipeline, int64(def.OID), string(data)); err != nil {
+			return fmt.Errorf("record the definition of %s on the target: %w", def.Name, err)
+		}
+	}
+	return nil
+}
+
+// ForgetSchema removes the pipeline's stored definitions (drop).
+func (a *Admin) ForgetSchema(ctx context.Context) error {
+	_, err := a.conn.Exec(ctx, `DELETE FROM decant.schema WHERE pipeline = $1`, a.cfg.Pipeline)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000") {
+		return nil
+	}
+	return err
 }

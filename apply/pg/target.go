@@ -27,7 +27,10 @@ type Config struct {
 	Pipeline string
 	Router   *mapping.Router // source table → target table; identity when nil
 	Columns  map[source.TableName]mapping.ColumnRules
-	Logger   *slog.Logger
+	// SkipUnsupportedDDL records and skips a schema change decant cannot
+	// translate instead of stopping (--on-unsupported-ddl skip).
+	SkipUnsupportedDDL bool
+	Logger             *slog.Logger
 }
 
 // Limits on what is buffered before a round trip.
@@ -46,6 +49,7 @@ type Target struct {
 
 	tables map[source.TableName]*mapping.TargetTable
 	plans  map[*source.Relation]*plan
+	schema map[uint32]*source.TableDef // source definitions last applied, by table OID
 	last   *plan             // plan of the previous change: rows come in runs
 	stmts  map[string]string // SQL → prepared statement name
 
@@ -94,17 +98,20 @@ func (t *Target) Open(ctx context.Context) (checkpoint.Row, error) {
 			return checkpoint.Row{}, fmt.Errorf("target: set session_replication_role = replica (the target user must be a superuser): %w", err)
 		}
 		t.conn = conn
-		t.tables = map[source.TableName]*mapping.TargetTable{}
-		t.plans = map[*source.Relation]*plan{}
+		t.forgetTables()
 		t.stmts = map[string]string{}
-		t.last = nil
 	}
 	if t.inTx {
 		if err := t.Rollback(ctx); err != nil {
 			return checkpoint.Row{}, err
 		}
 	}
-	return checkpoint.PGRead(ctx, t.conn, t.cfg.Pipeline)
+	cp, err := checkpoint.PGRead(ctx, t.conn, t.cfg.Pipeline)
+	if err != nil {
+		return cp, err
+	}
+	t.schema, err = checkpoint.PGSchemaLoad(ctx, t.conn, t.cfg.Pipeline)
+	return cp, err
 }
 
 // Close drops the connection; an open transaction is rolled back by the
@@ -136,6 +143,12 @@ func (t *Target) Apply(ctx context.Context, txn *source.Txn, changes []source.Ch
 }
 
 func (t *Target) change(ctx context.Context, txn *source.Txn, c *source.Change) error {
+	if c.Op == source.OpDDL {
+		if err := t.endRun(ctx); err != nil {
+			return err
+		}
+		return t.applyDDL(ctx, txn, c.DDL)
+	}
 	if c.Op == source.OpTruncate {
 		if err := t.endRun(ctx); err != nil {
 			return err

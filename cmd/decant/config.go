@@ -34,6 +34,9 @@ type config struct {
 	Columns map[string]mapping.ColumnRules `yaml:"columns"`
 	// OnUnrepresentable is the policy for values the target cannot hold.
 	OnUnrepresentable string `yaml:"on_unrepresentable"`
+	// OnUnsupportedDDL is stop or skip, for schema changes decant cannot
+	// translate.
+	OnUnsupportedDDL string `yaml:"on_unsupported_ddl"`
 	LogLevel          string `yaml:"log_level"`
 	LogJSON           bool   `yaml:"log_json"`
 
@@ -128,6 +131,7 @@ func addMappingFlags(cmd *cobra.Command, f *flags) {
 	fs := cmd.Flags()
 	fs.StringArrayVar(&f.values.Map, "map", nil, "route source tables to target tables, repeatable: 'sales.*=sales_*', 'public.orders=shop.orders'")
 	fs.StringVar(&f.values.OnUnrepresentable, "on-unrepresentable", "", "what to do with a value the target cannot hold: error, null or clamp (default error)")
+	fs.StringVar(&f.values.OnUnsupportedDDL, "on-unsupported-ddl", "", "what to do with a schema change decant cannot translate: stop or skip (default stop; skip records it on the target)")
 }
 
 type tableFlag tableList
@@ -136,7 +140,9 @@ func (t *tableFlag) String() string     { return string(*t) }
 func (t *tableFlag) Set(v string) error { *t = tableFlag(v); return nil }
 func (t *tableFlag) Type() string       { return "LIST" }
 
-var pipelineName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+// pipelineName: the name goes into slot, publication, trigger and
+// function names, which must stay within 63 bytes with decant's prefixes.
+var pipelineName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,47}$`)
 
 // load composes file, environment and flags, and validates the result.
 func (f *flags) load(cmd *cobra.Command) (config, error) {
@@ -185,6 +191,7 @@ func (f *flags) load(cmd *cobra.Command) (config, error) {
 	}
 	if fs.Lookup("map") != nil {
 		set("on-unrepresentable", &c.OnUnrepresentable, f.values.OnUnrepresentable)
+		set("on-unsupported-ddl", &c.OnUnsupportedDDL, f.values.OnUnsupportedDDL)
 	}
 	if fs.Lookup("map") != nil && fs.Changed("map") {
 		c.Map = f.values.Map
@@ -200,7 +207,7 @@ func (f *flags) load(cmd *cobra.Command) (config, error) {
 
 func (c *config) validate() error {
 	if !pipelineName.MatchString(c.Pipeline) {
-		return usagef("invalid --pipeline %q: use 1 to 63 lowercase letters, digits and underscores, not starting with a digit", c.Pipeline)
+		return usagef("invalid --pipeline %q: use 1 to 48 lowercase letters, digits and underscores, not starting with a digit", c.Pipeline)
 	}
 	if c.Source == "" {
 		return usagef("no source: give --source postgres://user:pass@host:port/db (or gaussdb://, opengauss://), DECANT_SOURCE, or source: in --config")
@@ -253,6 +260,13 @@ func (c *config) validate() error {
 			return usagef("columns: %q is not schema.table", name)
 		}
 		c.columns[source.TableName{Schema: schema, Name: table}] = rules
+	}
+	switch c.OnUnsupportedDDL {
+	case "":
+		c.OnUnsupportedDDL = "stop"
+	case "stop", "skip":
+	default:
+		return usagef("invalid --on-unsupported-ddl %q: use stop or skip", c.OnUnsupportedDDL)
 	}
 	if c.OnUnrepresentable == "" {
 		c.OnUnrepresentable = "error"

@@ -46,6 +46,16 @@ func dropCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			trigger, err := pgoutput.RemoveDDLCapture(ctx, src, c.Pipeline)
+			if err != nil {
+				return err
+			}
+			if trigger {
+				fmt.Printf("pipeline %s: DDL capture removed\n", c.Pipeline)
+			}
+			if err := tgt.ForgetSchema(ctx); err != nil {
+				return err
+			}
 			row, err := tgt.DeleteCheckpoint(ctx, c.Pipeline)
 			if err != nil {
 				return err

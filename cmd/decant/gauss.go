@@ -137,6 +137,9 @@ func dropGauss(ctx context.Context, c config) (slot, row bool, err error) {
 	if slot, err = src.DropSlot(ctx, c.Pipeline); err != nil {
 		return false, false, err
 	}
+	if err := tgt.ForgetSchema(ctx); err != nil {
+		return false, false, err
+	}
 	row, err = tgt.DeleteCheckpoint(ctx, c.Pipeline)
 	return slot, row, err
 }

@@ -18,7 +18,7 @@ import (
 
 func initCmd() *cobra.Command {
 	var f flags
-	var create bool
+	var create, ddl bool
 	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Check the source, create the publication, the slot and the target checkpoint",
@@ -36,16 +36,23 @@ updates the publication).`,
 			if c.gaussSource() {
 				return initGauss(cmd.Context(), c, create, logger(c))
 			}
-			return initPipeline(cmd.Context(), c, create, logger(c))
+			return initPipeline(cmd.Context(), c, initOptions{create: create, ddl: ddl}, logger(c))
 		},
 	}
 	addFlags(cmd, &f, true)
 	addMappingFlags(cmd, &f)
 	cmd.Flags().BoolVar(&create, "create-tables", false, "create missing target tables from the source catalog (mapped types, keys, indexes)")
+	cmd.Flags().BoolVar(&ddl, "ddl", false, "replicate schema changes: install an event trigger on the source that reports DDL in the stream")
 	return cmd
 }
 
-func initPipeline(ctx context.Context, c config, create bool, log *slog.Logger) error {
+// initOptions are init's own flags.
+type initOptions struct {
+	create bool // --create-tables
+	ddl    bool // --ddl
+}
+
+func initPipeline(ctx context.Context, c config, o initOptions, log *slog.Logger) error {
 	src, tgt, err := connectBoth(ctx, c)
 	if err != nil {
 		return err
@@ -63,7 +70,7 @@ func initPipeline(ctx context.Context, c config, create bool, log *slog.Logger) 
 	if len(tables) == 0 {
 		return fmt.Errorf("no source table matches --tables %q; nothing to replicate", c.filter)
 	}
-	names, err := checkTables(ctx, c, src, tgt, tables, create, log)
+	names, err := checkTables(ctx, c, src, tgt, tables, o.create, log)
 	if err != nil {
 		return err
 	}
@@ -96,6 +103,11 @@ func initPipeline(ctx context.Context, c config, create bool, log *slog.Logger) 
 	}
 	if hasRow && stored.SystemID != srv.SystemID {
 		return fmt.Errorf("the target holds pipeline %s from source system %s, but this source is %s: use another --pipeline or run decant drop --yes for it", c.Pipeline, stored.SystemID, srv.SystemID)
+	}
+	if o.ddl {
+		if err := setupDDL(ctx, c, src, tgt, tables, log); err != nil {
+			return err
+		}
 	}
 	start, slotCreated, err := pgoutput.EnsureSlot(ctx, src, c.Pipeline)
 	if err != nil {
@@ -174,6 +186,29 @@ func checkTables(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, 
 		return nil, errors.New(strings.Join(problems, "; "))
 	}
 	return names, nil
+}
+
+// setupDDL installs the source's DDL capture and records the current
+// definitions of the replicated tables on the target, from which later
+// schema changes are computed. It runs before the slot exists, so the
+// first schema change the slot sees is already captured.
+func setupDDL(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, tables []pgoutput.Table, log *slog.Logger) error {
+	if err := pgoutput.InstallDDLCapture(ctx, src, c.Pipeline, c.Pipeline, c.filter); err != nil {
+		return err
+	}
+	var defs []*source.TableDef
+	for _, t := range tables {
+		def, err := pgoutput.DescribeTable(ctx, src, t.Name)
+		if err != nil {
+			return err
+		}
+		defs = append(defs, def)
+	}
+	if err := tgt.RecordSchema(ctx, defs); err != nil {
+		return err
+	}
+	log.Info("DDL capture installed", "pipeline", c.Pipeline, "tables", len(defs))
+	return nil
 }
 
 // createTables creates the missing target tables from the source catalog

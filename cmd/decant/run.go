@@ -32,7 +32,7 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 				reader, err = gaussReader(c, log)
 			} else {
 				reader, err = pgoutput.NewReader(pgoutput.Config{
-					DSN: c.Source, Slot: c.Pipeline, Publication: c.Pipeline, Logger: log,
+					DSN: c.Source, Slot: c.Pipeline, Publication: c.Pipeline, Pipeline: c.Pipeline, Logger: log,
 					DescribeTypes: c.mysqlTarget(),
 				})
 			}

@@ -20,6 +20,8 @@ type targetAdmin interface {
 	EnsureCheckpoint(ctx context.Context, row checkpoint.Row) (checkpoint.Row, bool, error)
 	ReadCheckpoint(ctx context.Context, pipeline string) (checkpoint.Row, error)
 	DeleteCheckpoint(ctx context.Context, pipeline string) (bool, error)
+	RecordSchema(ctx context.Context, defs []*source.TableDef) error
+	ForgetSchema(ctx context.Context) error
 	Close(ctx context.Context)
 }
 
@@ -34,11 +36,13 @@ func (c *config) mysqlTarget() bool { return mysql.IsDSN(c.Target) }
 func (c *config) router() *mapping.Router { return mapping.NewRouter(c.rules, c.mysqlTarget()) }
 
 func (c *config) pgConfig(log *slog.Logger) pg.Config {
-	return pg.Config{DSN: c.Target, Pipeline: c.Pipeline, Router: c.router(), Columns: c.columns, Logger: log}
+	return pg.Config{DSN: c.Target, Pipeline: c.Pipeline, Router: c.router(), Columns: c.columns,
+		SkipUnsupportedDDL: c.OnUnsupportedDDL == "skip", Logger: log}
 }
 
 func (c *config) mysqlConfig(log *slog.Logger) mysql.Config {
-	return mysql.Config{DSN: c.Target, Pipeline: c.Pipeline, Router: c.router(), Columns: c.columns, Policy: c.policy, Logger: log}
+	return mysql.Config{DSN: c.Target, Pipeline: c.Pipeline, Router: c.router(), Columns: c.columns, Policy: c.policy,
+		SkipUnsupportedDDL: c.OnUnsupportedDDL == "skip", Logger: log}
 }
 
 // openAdmin connects to the target for setup work.

@@ -15,7 +15,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -143,6 +145,17 @@ func MySQL(ctx context.Context, srcDSN, tgtDSN string, policy mapping.Policy) ([
 		}
 		if r.Dest, err = actualRows(ctx, s.Conn, rel, tt); err != nil {
 			return nil, fmt.Errorf("table %s: %w", tn, err)
+		}
+		// The column sets must match too: a column the source dropped
+		// and the target kept would not show in the rows.
+		want := make([]string, 0, len(rel.Columns))
+		for _, c := range rel.Columns {
+			want = append(want, c.Name)
+		}
+		have := slices.Sorted(maps.Keys(tt.MySQL))
+		slices.Sort(want)
+		if !slices.Equal(want, have) {
+			return nil, fmt.Errorf("table %s: the target has columns (%s), the source (%s)", tn, strings.Join(have, ", "), strings.Join(want, ", "))
 		}
 		out = append(out, r)
 	}

@@ -187,7 +187,7 @@ func describeTable(ctx context.Context, conn *pgx.Conn, name source.TableName) (
 	if err != nil {
 		return nil, err
 	}
-	def := &source.TableDef{Name: name}
+	def := &source.TableDef{OID: rel, Name: name}
 	if def.Columns, err = tableColumns(ctx, conn, rel); err != nil {
 		return nil, err
 	}
@@ -203,8 +203,9 @@ func describeTable(ctx context.Context, conn *pgx.Conn, name source.TableName) (
 // columnsSQL reads the columns of table $1. serial is true when the
 // default is exactly nextval() of a sequence owned by the column (the
 // auto dependency ALTER SEQUENCE ... OWNED BY and serial create); printing
-// the sequence as regclass matches pg_get_expr's own spelling.
-const columnsSQL = `SELECT a.attname, a.atttypid, a.atttypmod, format_type(a.atttypid, a.atttypmod), a.attnotnull,
+// the sequence as regclass matches pg_get_expr's own spelling. DDL capture
+// (tableJSONSQL) runs this same query on the source, by column position.
+const columnsSQL = `SELECT a.attnum, a.attname, a.atttypid, a.atttypmod, format_type(a.atttypid, a.atttypmod), a.attnotnull,
 		coalesce(pg_get_expr(d.adbin, d.adrelid), ''), a.attidentity::text, a.attgenerated::text,
 		coalesce((SELECT bool_or(pg_get_expr(d.adbin, d.adrelid) = format('nextval(%L::regclass)', s.oid::regclass))
 			FROM pg_depend o JOIN pg_class s ON s.oid = o.objid AND s.relkind = 'S'
@@ -223,7 +224,7 @@ func tableColumns(ctx context.Context, conn *pgx.Conn, rel uint32) ([]source.Col
 	var c source.ColumnDef
 	var expr, identity, generated string
 	var serial bool
-	_, err = pgx.ForEachRow(rows, []any{&c.Name, &c.Type, &c.TypeMod, &c.SQLType, &c.NotNull, &expr, &identity, &generated, &serial},
+	_, err = pgx.ForEachRow(rows, []any{&c.Attnum, &c.Name, &c.Type, &c.TypeMod, &c.SQLType, &c.NotNull, &expr, &identity, &generated, &serial},
 		func() error {
 			cols = append(cols, columnDefault(c, expr, identity, generated, serial))
 			return nil
@@ -273,7 +274,8 @@ func resolveColumnTypes(ctx context.Context, conn *pgx.Conn, cols []source.Colum
 }
 
 // indexesSQL reads the valid indexes of table $1 with their key columns
-// (indkey up to indnkeyatts; INCLUDE columns follow).
+// (indkey up to indnkeyatts; INCLUDE columns follow). DDL capture
+// (tableJSONSQL) runs this same query on the source, by column position.
 const indexesSQL = `SELECT i.relname, x.indisprimary, x.indisunique,
 		x.indexprs IS NOT NULL OR x.indpred IS NOT NULL OR am.amname <> 'btree', pg_get_indexdef(x.indexrelid),
 		ARRAY(SELECT a.attname::text FROM unnest(x.indkey::int2[]) WITH ORDINALITY k(num, pos)

@@ -231,10 +231,10 @@ func TestCatalog(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkColumns(t, def.Columns, []source.ColumnDef{
-			{Name: "Id", Type: 23, TypeMod: -1, SQLType: "integer", NotNull: true, Identity: 'd'},
-			{Name: "Some Col", Type: 25, TypeMod: -1, SQLType: "text"},
+			{Attnum: 1, Name: "Id", Type: 23, TypeMod: -1, SQLType: "integer", NotNull: true, Identity: 'd'},
+			{Attnum: 2, Name: "Some Col", Type: 25, TypeMod: -1, SQLType: "text"},
 			// Owned by the column, but the default is not just nextval().
-			{Name: "Step", Type: 23, TypeMod: -1, SQLType: "integer", NotNull: true,
+			{Attnum: 3, Name: "Step", Type: 23, TypeMod: -1, SQLType: "integer", NotNull: true,
 				Default: `(nextval('"Odd Schema"."Mixed Case_Step_seq"'::regclass) * 2)`},
 		})
 		checkIndexes(t, def, []string{"Id"}, []source.IndexDef{{Name: "Mixed Case_Some Col_key", Columns: []string{"Some Col"}}}, nil)
@@ -289,7 +289,7 @@ func wantOrderColumns(w catalogTypes) []source.ColumnDef {
 	user := func(name, sqlType string, typ *source.Type) source.ColumnDef {
 		return source.ColumnDef{Name: name, Type: typ.OID, TypeMod: -1, Info: typ, SQLType: sqlType}
 	}
-	return []source.ColumnDef{
+	cols := []source.ColumnDef{
 		{Name: "region", Type: 25, TypeMod: -1, SQLType: "text", NotNull: true},
 		{Name: "id", Type: 23, TypeMod: -1, SQLType: "integer", NotNull: true, Identity: 'd'}, // serial
 		{Name: "seq", Type: 20, TypeMod: -1, SQLType: "bigint", NotNull: true, Identity: 'd'}, // bigserial
@@ -313,6 +313,11 @@ func wantOrderColumns(w catalogTypes) []source.ColumnDef {
 		{Name: "ints", Type: 1007, TypeMod: -1, SQLType: "integer[]"}, // built-in: no Info
 		{Name: "note", Type: 1043, TypeMod: 40 + 4, SQLType: "character varying(40)", NotNull: true, Default: "'none'::character varying"},
 	}
+	// Attribute numbers: "gone" (6) was dropped.
+	for i, n := range []int16{1, 2, 3, 4, 5, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21} {
+		cols[i].Attnum = n
+	}
+	return cols
 }
 
 func checkColumns(t *testing.T, got, want []source.ColumnDef) {

@@ -45,6 +45,10 @@ type Event struct {
 // Decoder turns pgoutput messages into Events. It is a pure state machine:
 // no I/O, no goroutines. The zero value is not usable; call NewDecoder.
 type Decoder struct {
+	// Pipeline, when set, keeps only this pipeline's DDL messages: every
+	// slot of the database receives every pipeline's.
+	Pipeline string
+
 	rels  map[uint32]*source.Relation
 	types map[uint32]string // non-built-in type OID → schema-qualified name
 	txn   *source.Txn       // open transaction, nil between COMMIT and BEGIN
@@ -96,9 +100,9 @@ func (d *Decoder) Decode(data []byte) (ev Event, err error) {
 	case *pglogrepl.TruncateMessage:
 		return d.truncate(m)
 	case *pglogrepl.LogicalDecodingMessage:
-		// Only requested with the "messages" option, which decant does not
-		// set; a message outside a transaction needs no reply either way.
-		return Event{}, nil
+		// Sent with the "messages" option: decant's DDL capture (ddl.go)
+		// becomes an OpDDL change; other messages are ignored.
+		return d.message(m, len(data))
 	}
 	return Event{}, fmt.Errorf("%w: unexpected message type %q", ErrMalformed, data[0])
 }

@@ -20,6 +20,7 @@ type Config struct {
 	DSN         string // postgres:// URL of the source database
 	Slot        string // logical replication slot using pgoutput
 	Publication string // publication naming the replicated tables
+	Pipeline    string // the pipeline, whose DDL messages the reader keeps
 	// StatusInterval is the longest time between two standby status
 	// updates; 10 s when zero.
 	StatusInterval time.Duration
@@ -119,7 +120,9 @@ func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<
 	if err := r.checkSlot(ctx, conn, req.Start); err != nil {
 		return err
 	}
-	args := []string{"proto_version '1'", "publication_names " + quoteLiteral(quoteIdent(r.cfg.Publication))}
+	// messages: decant's DDL capture reports schema changes as logical
+	// decoding messages inside their transaction (init --ddl).
+	args := []string{"proto_version '1'", "publication_names " + quoteLiteral(quoteIdent(r.cfg.Publication)), "messages 'true'"}
 	if err := pglogrepl.StartReplication(ctx, conn, r.cfg.Slot, pglogrepl.LSN(req.Start),
 		pglogrepl.StartReplicationOptions{PluginArgs: args}); err != nil {
 		return fmt.Errorf("start replication from slot %s at %s: %w", r.cfg.Slot, req.Start, err)
@@ -131,7 +134,7 @@ func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<
 		conn:   conn,
 		out:    out,
 		acked:  req.Acked,
-		dec:    NewDecoder(),
+		dec:    &Decoder{Pipeline: r.cfg.Pipeline, rels: map[uint32]*source.Relation{}, types: map[uint32]string{}},
 		ticker: time.NewTicker(r.cfg.StatusInterval),
 	}
 	defer s.ticker.Stop()
@@ -200,6 +203,27 @@ func (s *stream) describe(ctx context.Context, rel *source.Relation) error {
 		s.catalog = conn
 	}
 	return describeUserTypes(ctx, s.catalog, rel)
+}
+
+// describeDDL sets Info on the user-defined column types of the tables a
+// schema change describes, as describe does for relations.
+func (s *stream) describeDDL(ctx context.Context, d *source.DDL) error {
+	if !s.r.cfg.DescribeTypes {
+		return nil
+	}
+	for _, def := range d.Tables {
+		rel := &source.Relation{Schema: def.Name.Schema, Name: def.Name.Name}
+		for _, c := range def.Columns {
+			rel.Columns = append(rel.Columns, source.Column{Name: c.Name, Type: c.Type, TypeMod: c.TypeMod})
+		}
+		if err := s.describe(ctx, rel); err != nil {
+			return err
+		}
+		for i := range def.Columns {
+			def.Columns[i].Info = rel.Columns[i].Info
+		}
+	}
+	return nil
 }
 
 func (s *stream) closeCatalog(ctx context.Context) {
@@ -296,6 +320,11 @@ func (s *stream) event(ctx context.Context, ev Event) error {
 		s.cur = source.Chunk{Txn: ev.Txn}
 		s.curBytes = 0
 	case EventChange:
+		if ev.Change.Op == source.OpDDL {
+			if err := s.describeDDL(ctx, ev.Change.DDL); err != nil {
+				return err
+			}
+		}
 		s.cur.Changes = append(s.cur.Changes, ev.Change)
 		s.curBytes += changeBytes(&ev.Change)
 		if len(s.cur.Changes) >= chunkChanges || s.curBytes >= chunkBytes {

@@ -1,0 +1,159 @@
+package mysql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/decant/decant/apply"
+	"github.com/decant/decant/checkpoint"
+	"github.com/decant/decant/mapping"
+	"github.com/decant/decant/source"
+)
+
+var _ apply.DDLCommitter = (*Target)(nil)
+
+// CommitPartial commits what the open transaction holds, with cp as the
+// checkpoint and the mark that the first seq changes of txn are applied:
+// MySQL commits the transaction implicitly before a schema change, so the
+// pipeline calls this first, and a restart resumes inside txn.
+func (t *Target) CommitPartial(ctx context.Context, cp checkpoint.Row, txn *source.Txn, seq int) error {
+	cp.PartialCommit, cp.PartialSeq = txn.Commit, seq
+	return t.Commit(ctx, cp)
+}
+
+// applyDDL brings the target's tables to the definitions a schema change
+// produced. Each statement commits by itself, so each runs only if the
+// catalog shows it is still needed: after a crash between a statement and
+// the checkpoint, the replay skips what is done. The new definitions are
+// stored with the rows of the rest of the transaction.
+func (t *Target) applyDDL(ctx context.Context, txn *source.Txn, d *source.DDL) error {
+	// The pipeline committed everything before this change (CommitPartial);
+	// the statements below run outside any transaction, and what follows
+	// them opens a new one (the batch still begins with START TRANSACTION).
+	if len(t.batch.stmts) > 0 {
+		return fmt.Errorf("schema change with %d statements pending: the transaction was not committed first", len(t.batch.stmts))
+	}
+	for _, next := range d.Tables {
+		prev := t.schema[next.OID]
+		from, to := t.cfg.Router.Route(next.Name), t.cfg.Router.Route(next.Name)
+		if prev != nil {
+			from = t.cfg.Router.Route(prev.Name)
+		}
+		steps, notes, err := mapping.SchemaChange(mapping.DialectMySQL, prev, next, from, to, t.cfg.Columns[next.Name])
+		if err := t.runSchemaSteps(ctx, txn, d, next.Name, steps, notes, err); err != nil {
+			return err
+		}
+		data, err := checkpoint.EncodeDef(next)
+		if err != nil {
+			return err
+		}
+		t.batch.add(checkpoint.MySQLSchemaSave, []any{t.cfg.Pipeline, uint64(next.OID), string(data)}, apply.Origin{Op: "ddl", Table: next.Name, Txn: txn, Expect: -1})
+		t.schema[next.OID] = next
+	}
+	for _, dropped := range d.Dropped {
+		prev := t.schema[dropped.OID]
+		if prev == nil {
+			continue // not a replicated table
+		}
+		steps, notes, err := mapping.SchemaChange(mapping.DialectMySQL, prev, nil, t.cfg.Router.Route(prev.Name), source.TableName{}, t.cfg.Columns[prev.Name])
+		if err := t.runSchemaSteps(ctx, txn, d, prev.Name, steps, notes, err); err != nil {
+			return err
+		}
+		t.batch.add(checkpoint.MySQLSchemaDelete, []any{t.cfg.Pipeline, uint64(dropped.OID)}, apply.Origin{Op: "ddl", Table: prev.Name, Txn: txn, Expect: -1})
+		delete(t.schema, dropped.OID)
+	}
+	t.forgetTables()
+	return nil
+}
+
+func (t *Target) runSchemaSteps(ctx context.Context, txn *source.Txn, d *source.DDL, table source.TableName, steps []mapping.SchemaStep, notes []string, err error) error {
+	var u *mapping.UnsupportedDDL
+	if errors.As(err, &u) {
+		if !t.cfg.SkipUnsupportedDDL {
+			return &apply.Error{Op: "ddl", Table: table, Xid: txn.Xid, Commit: txn.Commit,
+				Err: fmt.Errorf("%v; statement: %s (--on-unsupported-ddl skip records it and goes on)", u, oneLine(d.Statement))}
+		}
+		t.log.Warn("schema change skipped", "table", table.String(), "commit", txn.Commit.String(), "reason", u.Error(), "statement", oneLine(d.Statement))
+		t.batch.add(checkpoint.MySQLSkipped, []any{t.cfg.Pipeline, uint64(txn.Commit), int64(txn.Xid), d.Statement, u.Error()},
+			apply.Origin{Op: "ddl", Table: table, Txn: txn, Expect: 1})
+		return nil
+	}
+	if err != nil {
+		return &apply.Error{Op: "ddl", Table: table, Xid: txn.Xid, Commit: txn.Commit, Err: err}
+	}
+	for _, n := range notes {
+		t.log.Warn("schema change: "+n, "table", table.String(), "commit", txn.Commit.String())
+	}
+	for _, s := range steps {
+		needed, err := t.needed(ctx, s.Check)
+		if err != nil {
+			return &apply.Error{Op: "ddl", Table: table, Xid: txn.Xid, Commit: txn.Commit, Err: err}
+		}
+		if !needed {
+			t.log.Info("schema step already done; skipped", "statement", oneLine(s.SQL))
+			continue
+		}
+		if _, err := t.conn.ExecContext(ctx, s.SQL); err != nil {
+			return &apply.Error{Op: "ddl", Table: table, Xid: txn.Xid, Commit: txn.Commit,
+				Err: fmt.Errorf("%s: %w", oneLine(s.SQL), describe(err))}
+		}
+	}
+	return nil
+}
+
+// needed checks a step's precondition against information_schema.
+func (t *Target) needed(ctx context.Context, pre mapping.Precondition) (bool, error) {
+	db, table := pre.Table.Schema, pre.Table.Name
+	count := func(q string, args ...any) (int, error) {
+		var n int
+		err := t.conn.QueryRowContext(ctx, q, args...).Scan(&n)
+		return n, describe(err)
+	}
+	const where = "TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ?"
+	switch pre.Kind {
+	case mapping.PreTableMissing, mapping.PreTableExists:
+		n, err := count("SELECT COUNT(*) FROM information_schema.TABLES WHERE "+where, db, table)
+		return (n == 0) == (pre.Kind == mapping.PreTableMissing), err
+	case mapping.PreColumnMissing, mapping.PreColumnExists:
+		n, err := count("SELECT COUNT(*) FROM information_schema.COLUMNS WHERE "+where+" AND COLUMN_NAME = ?", db, table, pre.Name)
+		return (n == 0) == (pre.Kind == mapping.PreColumnMissing), err
+	case mapping.PreIndexMissing, mapping.PreIndexExists:
+		n, err := count("SELECT COUNT(*) FROM information_schema.STATISTICS WHERE "+where+" AND INDEX_NAME = ?", db, table, pre.Name)
+		return (n == 0) == (pre.Kind == mapping.PreIndexMissing), err
+	case mapping.PrePrimaryKeyDiffers:
+		pk, err := primaryKey(ctx, t.conn, pre.Table)
+		return !slices.Equal(pk, keyList(pre.Name)), err
+	case mapping.PrePrimaryKeyOther:
+		pk, err := primaryKey(ctx, t.conn, pre.Table)
+		return len(pk) > 0 && !slices.Equal(pk, keyList(pre.Name)), err
+	}
+	return true, nil
+}
+
+// keyList splits a comma-joined key ("" is no key).
+func keyList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+// forgetTables drops what the writer learned about target tables: rows
+// after a schema change are planned against the new shape.
+func (t *Target) forgetTables() {
+	t.tables = map[source.TableName]*Table{}
+	t.plans = map[*source.Relation]*plan{}
+	t.last = nil
+}
+
+// oneLine shortens a statement for a one-line message.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
