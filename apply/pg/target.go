@@ -50,8 +50,8 @@ type Target struct {
 	tables map[source.TableName]*mapping.TargetTable
 	plans  map[*source.Relation]*plan
 	schema map[uint32]*source.TableDef // source definitions last applied, by table OID
-	last   *plan             // plan of the previous change: rows come in runs
-	stmts  map[string]string // SQL → prepared statement name
+	last   *plan                       // plan of the previous change: rows come in runs
+	stmts  map[string]string           // SQL → prepared statement name
 
 	inTx  bool
 	batch batch

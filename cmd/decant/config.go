@@ -37,8 +37,8 @@ type config struct {
 	// OnUnsupportedDDL is stop or skip, for schema changes decant cannot
 	// translate.
 	OnUnsupportedDDL string `yaml:"on_unsupported_ddl"`
-	LogLevel          string `yaml:"log_level"`
-	LogJSON           bool   `yaml:"log_json"`
+	LogLevel         string `yaml:"log_level"`
+	LogJSON          bool   `yaml:"log_json"`
 
 	// SourceKind is postgres, gaussdb or opengauss; by default from the
 	// DSN's scheme. SourceOptions are GaussDB decoding options.
