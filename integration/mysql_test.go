@@ -21,3 +21,18 @@ func (p *pair) myValue(query string) string {
 	}
 	return v.String
 }
+
+// myExec runs statements (several, separated by semicolons) on the
+// MariaDB target.
+func (p *pair) myExec(statements string) {
+	p.t.Helper()
+	s, err := mysql.Connect(p.t.Context(), p.tgt)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer s.Conn.Close()
+	defer s.DB.Close()
+	if _, err := s.Conn.ExecContext(p.t.Context(), statements); err != nil {
+		p.t.Fatalf("%s: %v", statements, err)
+	}
+}

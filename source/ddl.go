@@ -20,6 +20,10 @@ type DDL struct {
 	// JSON is the source's structured description: decant's own
 	// (PostgreSQL) or GaussDB's deparse tree (enable-ddl-json-format).
 	JSON []byte
+	// Unsupported says why the source could not describe the change
+	// (a GaussDB statement decant cannot interpret); targets then follow
+	// --on-unsupported-ddl. Empty for a described change.
+	Unsupported string
 }
 
 // DroppedTable is a table a DDL command dropped.

@@ -11,7 +11,12 @@ type TableName struct {
 	Name   string
 }
 
-func (t TableName) String() string { return t.Schema + "." + t.Name }
+func (t TableName) String() string {
+	if t.Schema == "" {
+		return t.Name // a MySQL table in the connection's database
+	}
+	return t.Schema + "." + t.Name
+}
 
 // SystemSchema reports whether a schema belongs to the database itself (or
 // to decant) and is never replicated.

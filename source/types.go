@@ -1,5 +1,7 @@
 package source
 
+import "slices"
+
 // TypeKind is what sort of type a column has.
 type TypeKind uint8
 
@@ -43,8 +45,10 @@ type TableDef struct {
 	Columns []ColumnDef
 	// PrimaryKey lists column names in key order; empty without one.
 	PrimaryKey []string
-	Uniques    []IndexDef // unique constraints and unique indexes
-	Indexes    []IndexDef // other plain indexes
+	// PrimaryKeyName is the primary key constraint's name when known.
+	PrimaryKeyName string
+	Uniques        []IndexDef // unique constraints and unique indexes
+	Indexes        []IndexDef // other plain indexes
 }
 
 // ColumnDef is one column of a TableDef.
@@ -71,4 +75,27 @@ type IndexDef struct {
 	Name    string
 	Columns []string
 	Expr    string
+}
+
+// Relation is the table as a stream would announce it: every column, the
+// primary key (or else the first unique index over NOT NULL columns) as
+// the replica identity, FULL identity without either.
+func (d *TableDef) Relation() *Relation {
+	key := d.PrimaryKey
+	for _, u := range d.Uniques {
+		if len(key) == 0 && len(u.Columns) > 0 && !slices.ContainsFunc(u.Columns, func(name string) bool {
+			i := slices.IndexFunc(d.Columns, func(c ColumnDef) bool { return c.Name == name })
+			return i < 0 || !d.Columns[i].NotNull
+		}) {
+			key = u.Columns
+		}
+	}
+	rel := &Relation{ID: d.OID, Schema: d.Name.Schema, Name: d.Name.Name, Identity: IdentityFull}
+	if len(key) > 0 {
+		rel.Identity = IdentityIndex
+	}
+	for _, c := range d.Columns {
+		rel.Columns = append(rel.Columns, Column{Name: c.Name, Type: c.Type, TypeMod: c.TypeMod, Key: slices.Contains(key, c.Name), Info: c.Info})
+	}
+	return rel
 }

@@ -150,3 +150,8 @@ func (a *Admin) ForgetSchema(ctx context.Context) error {
 	}
 	return err
 }
+
+// LoadSchema reads the pipeline's stored definitions, by source table OID.
+func (a *Admin) LoadSchema(ctx context.Context) (map[uint32]*source.TableDef, error) {
+	return checkpoint.MySQLSchemaLoad(ctx, a.s.Conn, a.cfg.Pipeline)
+}

@@ -36,6 +36,13 @@ func (t *Target) applyDDL(ctx context.Context, txn *source.Txn, d *source.DDL) e
 	if len(t.batch.stmts) > 0 {
 		return fmt.Errorf("schema change with %d statements pending: the transaction was not committed first", len(t.batch.stmts))
 	}
+	if d.Unsupported != "" {
+		// Stop, or record the statement and apply what the source
+		// could describe of it.
+		if err := t.runSchemaSteps(ctx, txn, d, source.TableName{}, nil, nil, &mapping.UnsupportedDDL{What: d.Unsupported}); err != nil {
+			return err
+		}
+	}
 	for _, next := range d.Tables {
 		prev := t.schema[next.OID]
 		from, to := t.cfg.Router.Route(next.Name), t.cfg.Router.Route(next.Name)

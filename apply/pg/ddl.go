@@ -18,6 +18,13 @@ import (
 // change is the difference between the definition stored at the last
 // change and the new one; the new one is stored in the same transaction.
 func (t *Target) applyDDL(ctx context.Context, txn *source.Txn, d *source.DDL) error {
+	if d.Unsupported != "" {
+		// Stop, or record the statement and apply what the source
+		// could describe of it.
+		if err := t.unsupported(txn, d, source.TableName{}, &mapping.UnsupportedDDL{What: d.Unsupported}); err != nil {
+			return err
+		}
+	}
 	origin := apply.Origin{Op: "ddl", Txn: txn, Expect: -1}
 	for _, next := range d.Tables {
 		prev := t.schema[next.OID]

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/decant/decant/apply"
 	"github.com/decant/decant/checkpoint"
+	"github.com/decant/decant/source"
 	"github.com/decant/decant/source/gauss"
 )
 
@@ -18,7 +20,15 @@ import (
 
 func gaussReader(c config, log *slog.Logger) (apply.Source, error) {
 	warnOptions(c, log)
-	return gauss.NewReader(gauss.Config{DSN: c.Source, Slot: c.Pipeline, Options: c.gauss, Logger: log})
+	return gauss.NewReader(gauss.Config{DSN: c.Source, Slot: c.Pipeline, Options: c.gauss, Tables: c.filter, Logger: log,
+		Schema: func(ctx context.Context) (map[uint32]*source.TableDef, error) {
+			tgt, err := openAdmin(ctx, c)
+			if err != nil {
+				return nil, err
+			}
+			defer tgt.Close(ctx)
+			return tgt.LoadSchema(ctx)
+		}})
 }
 
 // warnOptions logs decoding options that are valid but have no effect.
@@ -28,9 +38,9 @@ func warnOptions(c config, log *slog.Logger) {
 	}
 }
 
-func initGauss(ctx context.Context, c config, create bool, log *slog.Logger) error {
-	if create {
-		return usagef("--create-tables reads the source catalog and is not supported for GaussDB and openGauss sources yet; create the target tables first")
+func initGauss(ctx context.Context, c config, o initOptions, log *slog.Logger) error {
+	if o.ddl && !c.gauss.DDL() {
+		return usagef("--ddl needs the decoding option enable-ddl-decoding=true (--source-option enable-ddl-decoding=true), or the source does not send DDL")
 	}
 	warnOptions(c, log)
 	src, err := gauss.OpenAdmin(ctx, c.Source)
@@ -59,6 +69,11 @@ func initGauss(ctx context.Context, c config, create bool, log *slog.Logger) err
 	if hasRow && stored.SystemID != slot.SystemID {
 		return fmt.Errorf("the target holds pipeline %s from source system %s, but this source is %s: use another --pipeline or run decant drop --yes for it", c.Pipeline, stored.SystemID, slot.SystemID)
 	}
+	if o.create || o.ddl {
+		if err := gaussTables(ctx, c, tgt, o, log); err != nil {
+			return err
+		}
+	}
 	slot, created, err := src.EnsureSlot(ctx, c.Pipeline, c.gauss.CSNOrder())
 	if err != nil {
 		return err
@@ -77,6 +92,46 @@ func initGauss(ctx context.Context, c config, create bool, log *slog.Logger) err
 		return nil
 	}
 	fmt.Printf("pipeline %s initialized: slot and checkpoint at %s\n", c.Pipeline, positionText(row))
+	return nil
+}
+
+// gaussTables reads the selected tables from the source catalog, creates
+// the missing ones on the target (--create-tables) and records their
+// definitions for schema changes to start from (--ddl).
+func gaussTables(ctx context.Context, c config, tgt targetAdmin, o initOptions, log *slog.Logger) error {
+	defs, err := gauss.DescribeTables(ctx, c.Source, c.filter, c.gauss.Rowno())
+	if err != nil {
+		return err
+	}
+	if len(defs) == 0 {
+		return fmt.Errorf("no source table matches --tables %q; nothing to replicate", c.filter)
+	}
+	if o.create {
+		rels := make([]*source.Relation, len(defs))
+		for i, d := range defs {
+			rels[i] = d.Relation()
+		}
+		missing, _, _, err := tgt.Check(ctx, rels)
+		if err != nil {
+			return err
+		}
+		router := c.router()
+		var create []*source.TableDef
+		for _, d := range defs {
+			if slices.Contains(missing, router.Route(d.Name)) {
+				create = append(create, d)
+			}
+		}
+		if err := createDefs(ctx, c, tgt, create, log); err != nil {
+			return err
+		}
+	}
+	if o.ddl {
+		if err := tgt.RecordSchema(ctx, defs); err != nil {
+			return err
+		}
+		log.Info("table definitions recorded for schema changes", "pipeline", c.Pipeline, "tables", len(defs))
+	}
 	return nil
 }
 

@@ -34,7 +34,7 @@ updates the publication).`,
 				return err
 			}
 			if c.gaussSource() {
-				return initGauss(cmd.Context(), c, create, logger(c))
+				return initGauss(cmd.Context(), c, initOptions{create: create, ddl: ddl}, logger(c))
 			}
 			return initPipeline(cmd.Context(), c, initOptions{create: create, ddl: ddl}, logger(c))
 		},
@@ -226,6 +226,13 @@ func createTables(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin,
 		}
 		defs = append(defs, def)
 	}
+	return createDefs(ctx, c, tgt, defs, log)
+}
+
+// createDefs creates target tables from source definitions and logs what
+// could not be carried over.
+func createDefs(ctx context.Context, c config, tgt targetAdmin, defs []*source.TableDef, log *slog.Logger) error {
+	router := c.router()
 	notes, err := tgt.Create(ctx, defs)
 	if err != nil {
 		return err

@@ -22,6 +22,7 @@ type targetAdmin interface {
 	DeleteCheckpoint(ctx context.Context, pipeline string) (bool, error)
 	RecordSchema(ctx context.Context, defs []*source.TableDef) error
 	ForgetSchema(ctx context.Context) error
+	LoadSchema(ctx context.Context) (map[uint32]*source.TableDef, error)
 	Close(ctx context.Context)
 }
 

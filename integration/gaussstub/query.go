@@ -81,6 +81,9 @@ func (c *session) query(q string) error {
 		s.mu.Unlock()
 		return c.rows("", []string{"gs_add_logical_decoding_position_xlog"}, []string{lsn.String()})
 	}
+	if ok, err := c.catalogQuery(q); ok {
+		return err
+	}
 	if m := reSlotQuery.FindStringSubmatch(q); m != nil {
 		return c.slotQuery(unquote(m[1]))
 	}

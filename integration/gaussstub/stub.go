@@ -88,6 +88,7 @@ type Server struct {
 	slots    map[string]*slot
 	sessions map[*session]struct{}
 	received [][]byte
+	tables   []Table // what the catalog queries see
 	nextPID  uint32
 	closed   bool
 }

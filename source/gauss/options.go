@@ -448,6 +448,10 @@ func (o Options) Rowno() bool { return o.bool("enable-rowno", false) }
 // DDL reports enable-ddl-decoding.
 func (o Options) DDL() bool { return o.bool("enable-ddl-decoding", false) }
 
+// SkipGenerated reports skip-generated-columns: new tuples leave stored
+// generated columns out (old tuples never do).
+func (o Options) SkipGenerated() bool { return o.bool("skip-generated-columns", false) }
+
 func (o Options) bool(name string, def bool) bool {
 	v, ok := o.values[name]
 	if !ok {

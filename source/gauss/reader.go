@@ -20,6 +20,13 @@ type Config struct {
 	DSN     string // gaussdb://, opengauss:// or postgres:// URL
 	Slot    string
 	Options Options // validated decoding options
+	// Tables is the table selection: schema changes to other tables are
+	// ignored.
+	Tables source.TableFilter
+	// Schema loads the table definitions the target last applied, from
+	// which the stream's schema changes (enable-ddl-decoding) are worked
+	// out; called at every stream start. Nil: DDL in the stream stops.
+	Schema func(context.Context) (map[uint32]*source.TableDef, error)
 	// SpoolDir and MaxTxnMemory bound what one transaction holds in memory
 	// while decant waits for its commit position (the stream announces it
 	// at COMMIT); beyond it the changes spill to a file. 64 MiB when zero.

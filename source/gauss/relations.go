@@ -2,6 +2,7 @@ package gauss
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/decant/decant/source"
@@ -13,13 +14,19 @@ import (
 //
 // The stream does not say which columns form the replica identity; the
 // old tuple does: it holds the key columns (every column under REPLICA
-// IDENTITY FULL). The key seen last for a table is remembered for records
+// IDENTITY FULL). With enable-rowno, a Ustore table's row number is the
+// key. The key seen last for a table is remembered for records
 // without an old tuple (an UPDATE that kept its key). Before any old tuple
 // was seen, a table's relation has identity FULL without key flags, so a
 // target finds rows by its own primary key.
 type relations struct {
 	shapes map[string]*source.Relation
 	keys   map[source.TableName][]string
+	// generated lists, per table, the stored generated columns, which
+	// old tuples carry even with skip-generated-columns: they are dropped
+	// from old tuples then, so that rows are found by what the target
+	// holds (a MySQL target never received their values).
+	generated map[source.TableName][]string
 }
 
 func newRelations() *relations {
@@ -29,6 +36,9 @@ func newRelations() *relations {
 // change converts a DML record into a change.
 func (rs *relations) change(r *Record) (source.Change, error) {
 	table := source.TableName{Schema: r.Schema, Name: r.Table}
+	if gen := rs.generated[table]; len(gen) > 0 && r.Old != nil {
+		r.Old = slices.DeleteFunc(slices.Clone(r.Old), func(c Column) bool { return slices.Contains(gen, c.Name) })
+	}
 	cols := r.New
 	if cols == nil {
 		cols = r.Old
@@ -36,10 +46,19 @@ func (rs *relations) change(r *Record) (source.Change, error) {
 	if cols == nil {
 		return source.Change{}, fmt.Errorf("%s of %s carries no row", r.Kind, table)
 	}
-	if r.Old != nil {
+	full := false
+	switch {
+	case rowno(cols) != "":
+		// A Ustore row number identifies the row (enable-rowno).
+		rs.keys[table] = []string{rowno(cols)}
+	case r.Old != nil:
 		rs.keys[table] = names(r.Old)
+		// The old tuple holds every column (REPLICA IDENTITY FULL); with
+		// skip-generated-columns it holds the generated ones too, which
+		// the new tuple lacks.
+		full = covers(r.Old, cols)
 	}
-	rel, err := rs.relation(table, cols, rs.keys[table], r.Old != nil && len(r.Old) == len(cols))
+	rel, err := rs.relation(table, cols, rs.keys[table], full)
 	if err != nil {
 		return source.Change{}, err
 	}
@@ -88,7 +107,7 @@ func (rs *relations) relation(table source.TableName, cols []Column, keys []stri
 		if oid == 0 {
 			return nil, fmt.Errorf("column %s of %s has type %q, which decant does not know", c.Name, table, c.TypeName)
 		}
-		rel.Columns = append(rel.Columns, source.Column{Name: c.Name, Type: oid, TypeMod: -1, Key: !full && contains(keys, c.Name)})
+		rel.Columns = append(rel.Columns, source.Column{Name: c.Name, Type: oid, TypeMod: -1, Key: !full && slices.Contains(keys, c.Name)})
 	}
 	if len(keys) > 0 && !full {
 		rel.Identity = source.IdentityIndex
@@ -134,19 +153,30 @@ func index(rel *source.Relation, name string) int {
 	return -1
 }
 
+// rowno is the name of the row number column among cols, "" if none.
+func rowno(cols []Column) string {
+	for _, c := range cols {
+		if c.Rowno {
+			return c.Name
+		}
+	}
+	return ""
+}
+
+// covers reports whether old holds every column of cols.
+func covers(old, cols []Column) bool {
+	for _, c := range cols {
+		if !slices.ContainsFunc(old, func(o Column) bool { return o.Name == c.Name }) {
+			return false
+		}
+	}
+	return true
+}
+
 func names(cols []Column) []string {
 	out := make([]string, len(cols))
 	for i, c := range cols {
 		out[i] = c.Name
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -24,6 +24,9 @@ type stream struct {
 	format Format
 	rels   *relations
 	spool  *source.Spool
+	// catalog follows the table definitions through the stream's schema
+	// changes; nil unless DDL decoding is on and the target stores them.
+	catalog *Catalog
 
 	txn      *source.Txn // open transaction (BEGIN seen)
 	reported uint64      // last position sent in a status update
@@ -60,6 +63,18 @@ func (s *stream) acked() uint64 {
 }
 
 func (s *stream) run(ctx context.Context) error {
+	if s.r.cfg.Options.DDL() && s.r.cfg.Schema != nil {
+		defs, err := s.r.cfg.Schema(ctx)
+		if err != nil {
+			return fmt.Errorf("load the table definitions schema changes start from: %w", err)
+		}
+		s.catalog = NewCatalog(defs, s.r.cfg.Tables)
+	}
+	if s.r.cfg.Options.SkipGenerated() {
+		if err := s.readGenerated(ctx); err != nil {
+			return err
+		}
+	}
 	for {
 		if err := s.maybeReport(false); err != nil {
 			return err
@@ -171,11 +186,71 @@ func (s *stream) record(ctx context.Context, r *Record) error {
 		}
 		return nil
 	case KindDDL:
-		return fmt.Errorf("source sent DDL in xid %d (%.60s): applying DDL from GaussDB is not supported yet; leave enable-ddl-decoding off", s.txnXid(), r.DDL)
+		return s.ddl(r)
 	case KindTruncate:
-		return fmt.Errorf("source sent TRUNCATE in xid %d: not supported from GaussDB yet", s.txnXid())
+		if s.txn == nil {
+			return errors.New("TRUNCATE outside a transaction")
+		}
+		c := source.Change{Op: source.OpTruncate, Cascade: r.Cascade, RestartIdentity: r.RestartSeqs}
+		for _, t := range r.Truncated {
+			if s.r.cfg.Tables.Match(t.Schema, t.Name) {
+				c.Truncated = append(c.Truncated, &source.Relation{Schema: t.Schema, Name: t.Name, Identity: source.IdentityFull})
+			}
+		}
+		if len(c.Truncated) == 0 {
+			return nil
+		}
+		return s.spool.Add(c)
 	}
 	return fmt.Errorf("unexpected %s record", r.Kind)
+}
+
+// readGenerated learns which columns are generated, from the source
+// catalog: with skip-generated-columns the new tuples leave them out but
+// the old tuples still carry them.
+func (s *stream) readGenerated(ctx context.Context) error {
+	defs, err := DescribeTables(ctx, s.r.cfg.DSN, s.r.cfg.Tables, false)
+	if err != nil {
+		return fmt.Errorf("read the generated columns (skip-generated-columns=true): %w", err)
+	}
+	s.rels.generated = map[source.TableName][]string{}
+	for _, d := range defs {
+		for _, c := range d.Columns {
+			if c.Generated != "" {
+				s.rels.generated[d.Name] = append(s.rels.generated[d.Name], c.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// ddl turns a DDL record into the change it makes to the replicated
+// tables, worked out from the catalog, in order with the rows around it.
+func (s *stream) ddl(r *Record) error {
+	if s.txn == nil {
+		return fmt.Errorf("DDL outside a transaction: %.80s", r.DDL)
+	}
+	if r.DDL == "" {
+		// openGauss's "Drop table command start" message: the drop
+		// itself follows as its own message.
+		s.r.log.Debug("DDL message without a statement skipped", "xid", s.txn.Xid)
+		return nil
+	}
+	if s.catalog == nil {
+		return fmt.Errorf("source sent DDL in xid %d (%.80s), but the pipeline does not replicate schema changes: run decant init --ddl to record the table definitions, or turn enable-ddl-decoding off", s.txn.Xid, r.DDL)
+	}
+	c, ok, err := s.catalog.Apply(r.DDL)
+	if err != nil {
+		return fmt.Errorf("DDL in xid %d: %w", s.txn.Xid, err)
+	}
+	if !ok {
+		s.r.log.Debug("DDL on tables outside the selection ignored", "xid", s.txn.Xid)
+		return nil
+	}
+	if c.DDL != nil {
+		c.DDL.JSON = r.DDLJSON
+	}
+	return s.spool.Add(c)
 }
 
 func (s *stream) txnXid() uint32 {
