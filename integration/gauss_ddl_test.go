@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/decant/decant/integration/gaussstub"
@@ -201,4 +202,96 @@ func TestGaussDDL(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGaussUnsupportedDDL: a statement decant cannot interpret stops the
+// pipeline with the statement, xid and commit position in one line and
+// nothing past it applied (--on-unsupported-ddl stop, the default); with
+// skip it is logged and recorded, and the rows go on. DDL on a table
+// outside --tables is ignored either way.
+func TestGaussUnsupportedDDL(t *testing.T) {
+	for _, kind := range []string{"postgres", "mariadb"} {
+		t.Run(kind, func(t *testing.T) {
+			var p *pair
+			if kind == "mariadb" {
+				p = newMySQLPair(t)
+			} else {
+				p = newPair(t)
+			}
+			srv, err := gaussstub.Start(gaussstub.Config{User: "decant", Password: "Gauss@123", AuthMethod: "sha256"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(srv.Close)
+			srv.SetTables(gaussstub.Table{Def: &source.TableDef{OID: 16500, Name: source.TableName{Schema: "public", Name: "t"},
+				Columns: []source.ColumnDef{
+					{Attnum: 1, Name: "id", Type: 23, TypeMod: -1, SQLType: "integer", NotNull: true},
+					{Attnum: 2, Name: "v", Type: 25, TypeMod: -1, SQLType: "text"},
+				}, PrimaryKey: []string{"id"}}})
+			g := gaussPair(t, p, srv, []string{"enable-ddl-decoding=true"})
+			g.extra = append(g.extra, "--tables", "public.*")
+			g.mustDecant("init", "--ddl", "--create-tables")
+
+			row := func(id string) gauss.Record {
+				return gauss.Record{Kind: gauss.KindInsert, Schema: "public", Table: "t",
+					New: []gauss.Column{{Name: "id", Type: 23, Value: []byte(id)}, {Name: "v", Type: 25, Value: []byte("v" + id)}}}
+			}
+			ddl := func(sql string) gauss.Record { return gauss.Record{Kind: gauss.KindDDL, DDL: sql} }
+			const unsupported = "ALTER TABLE public.t MODIFY v pg_catalog.varchar(20)"
+			txns := []gaussstub.Txn{
+				serialTxn(901, 0x3000000, row("1")),
+				serialTxn(902, 0x3001000, ddl("CREATE TABLE other.x (id pg_catalog.int4)"), row("2")),
+				serialTxn(903, 0x3002000, ddl(unsupported), row("3")),
+				serialTxn(904, 0x3003000, row("4")),
+			}
+			srv.Append(txns...)
+
+			_, stderr, code := g.decant("run", "--catch-up")
+			if code != 1 {
+				t.Fatalf("decant applied an untranslatable statement (exit %d):\n%s", code, stderr)
+			}
+			oneLineError(t, "unsupported DDL", stderr, "xid 903", "commit 0/3002", unsupported, "--on-unsupported-ddl skip")
+			// Nothing from the statement's transaction on (transactions
+			// before it may or may not have committed with it).
+			if got := g.checkpointXid(); got == "903" || got == "904" {
+				t.Errorf("checkpoint at xid %s after the stop, past the statement", got)
+			}
+			if rows := targetIDs(p, "t"); strings.Contains(rows, "3") || strings.Contains(rows, "4") {
+				t.Errorf("target holds rows %s after the stop, past the statement", rows)
+			}
+
+			g.mustDecant("run", "--catch-up", "--on-unsupported-ddl", "skip")
+			if got := g.checkpointXid(); got != "904" {
+				t.Errorf("checkpoint at xid %s, want 904", got)
+			}
+			var skipped string
+			if kind == "mariadb" {
+				skipped = p.myValue(`SELECT CONCAT(xid, ' ', statement) FROM decant_skipped_ddl`)
+			} else {
+				skipped = queryValue(t, p.tgt, `SELECT xid || ' ' || statement FROM decant.skipped_ddl`)
+			}
+			if rows := targetIDs(p, "t"); rows != "1,2,3,4" {
+				t.Errorf("target rows %s, want 1,2,3,4", rows)
+			}
+			if skipped != "903 "+unsupported {
+				t.Errorf("recorded skipped DDL %q", skipped)
+			}
+		})
+	}
+}
+
+// targetIDs lists the target table's ids, comma-separated.
+func targetIDs(p *pair, table string) string {
+	if p.mysql {
+		return p.myValue(`SELECT GROUP_CONCAT(id ORDER BY id) FROM ` + table)
+	}
+	return queryValue(p.t, p.tgt, `SELECT coalesce(string_agg(id::text, ',' ORDER BY id), '') FROM `+table)
+}
+
+// serialTxn is a scripted transaction in the default (serial mppdb)
+// format.
+func serialTxn(xid uint64, lsn source.LSN, changes ...gauss.Record) gaussstub.Txn {
+	recs := append([]gauss.Record{{Kind: gauss.KindBegin, LSN: lsn, FirstLSN: lsn}}, changes...)
+	recs = append(recs, gauss.Record{Kind: gauss.KindCommit, LSN: lsn + 0x100, Xid: xid, HasXid: true, CSN: xid + 100})
+	return gaussstub.Txn{Xid: xid, CSN: xid + 100, FirstLSN: lsn, CommitStart: lsn + 0x80, CommitEnd: lsn + 0x100, Records: recs}
 }

@@ -251,7 +251,7 @@ func CreateMySQL(def *source.TableDef, target source.TableName, rules ColumnRule
 		}
 		switch {
 		case c.Generated != "":
-			d.Notes = append(d.Notes, fmt.Sprintf("column %s is generated on the source (%s); on the target it is a plain column filled with the source's values", c.Name, c.Generated))
+			d.Notes = append(d.Notes, fmt.Sprintf("column %s is generated on the source (%s); on the target it is a plain column holding the values the source sends: GaussDB sends them (unless skip-generated-columns), PostgreSQL does not publish generated columns, so from PostgreSQL it stays NULL unless you make it a generated column on the target", c.Name, c.Generated))
 		case c.Identity != 0:
 			if autoIncrementable(def, c, typ) {
 				line += " AUTO_INCREMENT"

@@ -47,7 +47,7 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 			return p.Run(cmd.Context())
 		},
 	}
-	addFlags(cmd, &f, false)
+	addFlags(cmd, &f, true) // GaussDB sources decode --tables (white-table-list); PostgreSQL ones keep it in the publication
 	addMappingFlags(cmd, &f)
 	cmd.Flags().BoolVar(&catchUp, "catch-up", false, "exit 0 once everything committed on the source before the start is applied")
 	cmd.Flags().DurationVar(&slotWait, "slot-wait", 60*time.Second, "how long to keep retrying while the slot is held by another session before giving up")
