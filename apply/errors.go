@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -105,4 +107,18 @@ func ChangeError(txn *source.Txn, c *source.Change, err error) error {
 		return err
 	}
 	return &Error{Op: c.Op.String(), Table: c.Rel.Table(), Xid: txn.Xid, Commit: txn.Commit, Err: err}
+}
+
+// OneLine shortens a statement for a one-line message: whitespace runs
+// become one space, and it ends after 200 bytes (on a rune boundary).
+func OneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= 200 {
+		return s
+	}
+	cut := 200
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

@@ -192,12 +192,7 @@ func TestLifecycleMySQL(t *testing.T) {
 func TestColumnRules(t *testing.T) {
 	for _, kind := range []string{"postgres", "mariadb"} {
 		t.Run(kind, func(t *testing.T) {
-			var p *pair
-			if kind == "mariadb" {
-				p = newMySQLPair(t)
-			} else {
-				p = newPair(t)
-			}
+			p := newTargetPair(t, kind == "mariadb")
 			psql(t, p.src, `CREATE TABLE people (id integer PRIMARY KEY, email text, password_hash text, note text);`)
 			cfg := filepath.Join(t.TempDir(), "decant.yaml")
 			os.WriteFile(cfg, []byte("columns:\n  public.people:\n    rename: {email: email_address}\n    exclude: [password_hash]\n"), 0o600)

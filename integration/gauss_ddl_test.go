@@ -180,12 +180,7 @@ func TestGaussDDL(t *testing.T) {
 	}
 	for _, r := range runs {
 		t.Run(r.name, func(t *testing.T) {
-			var q *pair
-			if r.mysql {
-				q = newMySQLPair(t)
-			} else {
-				q = newPair(t)
-			}
+			q := newTargetPair(t, r.mysql)
 			q.src = p.src // compare against the PostgreSQL source
 			work := textWork
 			if r.json {
@@ -212,17 +207,8 @@ func TestGaussDDL(t *testing.T) {
 func TestGaussUnsupportedDDL(t *testing.T) {
 	for _, kind := range []string{"postgres", "mariadb"} {
 		t.Run(kind, func(t *testing.T) {
-			var p *pair
-			if kind == "mariadb" {
-				p = newMySQLPair(t)
-			} else {
-				p = newPair(t)
-			}
-			srv, err := gaussstub.Start(gaussstub.Config{User: "decant", Password: "Gauss@123", AuthMethod: "sha256"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(srv.Close)
+			p := newTargetPair(t, kind == "mariadb")
+			srv := startStandIn(t, "")
 			srv.SetTables(gaussstub.Table{Def: &source.TableDef{OID: 16500, Name: source.TableName{Schema: "public", Name: "t"},
 				Columns: []source.ColumnDef{
 					{Attnum: 1, Name: "id", Type: 23, TypeMod: -1, SQLType: "integer", NotNull: true},

@@ -107,17 +107,8 @@ func TestGaussRownoAndGenerated(t *testing.T) {
 		{"mariadb/skip-generated", true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var p *pair
-			if tc.mysql {
-				p = newMySQLPair(t)
-			} else {
-				p = newPair(t)
-			}
-			srv, err := gaussstub.Start(gaussstub.Config{User: "decant", Password: "Gauss@123", AuthMethod: "sha256"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(srv.Close)
+			p := newTargetPair(t, tc.mysql)
+			srv := startStandIn(t, "")
 			srv.SetTables(rownoTables()...)
 			options := []string{"parallel-decode-num=2", "decode-style=b", "enable-rowno=true", "enable-decode-position=true",
 				fmt.Sprintf("skip-generated-columns=%t", tc.skipGenerated)}

@@ -209,6 +209,18 @@ func TestGaussDifferential(t *testing.T) {
 	})
 }
 
+// startStandIn starts a stand-in with SHA-256 authentication, closed when
+// the test ends.
+func startStandIn(t *testing.T, systemID string) *gaussstub.Server {
+	t.Helper()
+	srv, err := gaussstub.Start(gaussstub.Config{User: "decant", Password: "Gauss@123", AuthMethod: "sha256", SystemID: systemID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 // standInTables describes tables of a PostgreSQL database for the
 // stand-in's catalog.
 func standInTables(t *testing.T, dsn string, names ...string) []gaussstub.Table {
@@ -231,11 +243,7 @@ func standInTables(t *testing.T, dsn string, names ...string) []gaussstub.Table 
 // initArgs.
 func runGauss(t *testing.T, p *pair, work captured, options []string, setup func(*gaussstub.Server), initArgs ...string) {
 	t.Helper()
-	srv, err := gaussstub.Start(gaussstub.Config{User: "decant", Password: "Gauss@123", AuthMethod: "sha256", SystemID: "7300000000000000001"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
+	srv := startStandIn(t, "7300000000000000001")
 	if setup != nil {
 		setup(srv)
 	}
@@ -270,11 +278,7 @@ func TestGaussCrashRecovery(t *testing.T) {
 	q := newPair(t)
 	psql(t, q.tgt, mixedSchema)
 	q.src = p.src
-	srv, err := gaussstub.Start(gaussstub.Config{User: "decant", Password: "Gauss@123", AuthMethod: "sha256", SystemID: "7300000000000000002"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
+	srv := startStandIn(t, "7300000000000000002")
 	g := gaussPair(t, q, srv, gaussFormats[2].options)
 	g.mustDecant("init")
 	rng := rand.New(rand.NewPCG(3, 3))
@@ -333,11 +337,7 @@ func TestGaussCSNOrder(t *testing.T) {
 func TestGaussErrors(t *testing.T) {
 	p := newPair(t)
 	psql(t, p.tgt, `CREATE TABLE t (id integer PRIMARY KEY);`)
-	srv, err := gaussstub.Start(gaussstub.Config{User: "decant", Password: "Gauss@123", AuthMethod: "sha256", SystemID: "7300000000000000003"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
+	srv := startStandIn(t, "7300000000000000003")
 	g := gaussPair(t, p, srv, nil)
 	for _, c := range []struct {
 		option, want string

@@ -38,6 +38,15 @@ var (
 	pairSeq  atomic.Int64
 )
 
+// newTargetPair is newMySQLPair when mysql is set, else newPair.
+func newTargetPair(t testing.TB, mysql bool) *pair {
+	t.Helper()
+	if mysql {
+		return newMySQLPair(t)
+	}
+	return newPair(t)
+}
+
 // newMySQLPair creates a fresh source database and a MariaDB target
 // database for the test.
 func newMySQLPair(t testing.TB) *pair {

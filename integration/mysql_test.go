@@ -6,17 +6,26 @@ import (
 	"github.com/decant/decant/apply/mysql"
 )
 
-// myValue runs a query on the MariaDB target that returns one value.
-func (p *pair) myValue(query string) string {
+// myConn connects to the MariaDB target; the caller runs close.
+func (p *pair) myConn() (conn *sql.Conn, close func()) {
 	p.t.Helper()
 	s, err := mysql.Connect(p.t.Context(), p.tgt)
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	defer s.Conn.Close()
-	defer s.DB.Close()
+	return s.Conn, func() {
+		s.Conn.Close()
+		s.DB.Close()
+	}
+}
+
+// myValue runs a query on the MariaDB target that returns one value.
+func (p *pair) myValue(query string) string {
+	p.t.Helper()
+	conn, close := p.myConn()
+	defer close()
 	var v sql.NullString
-	if err := s.Conn.QueryRowContext(p.t.Context(), query).Scan(&v); err != nil {
+	if err := conn.QueryRowContext(p.t.Context(), query).Scan(&v); err != nil {
 		p.t.Fatalf("%s: %v", query, err)
 	}
 	return v.String
@@ -26,13 +35,9 @@ func (p *pair) myValue(query string) string {
 // MariaDB target.
 func (p *pair) myExec(statements string) {
 	p.t.Helper()
-	s, err := mysql.Connect(p.t.Context(), p.tgt)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	defer s.Conn.Close()
-	defer s.DB.Close()
-	if _, err := s.Conn.ExecContext(p.t.Context(), statements); err != nil {
+	conn, close := p.myConn()
+	defer close()
+	if _, err := conn.ExecContext(p.t.Context(), statements); err != nil {
 		p.t.Fatalf("%s: %v", statements, err)
 	}
 }

@@ -148,6 +148,45 @@ func SchemaChange(d Dialect, prev, next *source.TableDef, target, nextTarget sou
 	return t.result()
 }
 
+// TableChange is what one table needs for a schema change: the target
+// statements (or Err, an *UnsupportedDDL when the target cannot follow)
+// and the definition to store from now on (nil: the table was dropped).
+type TableChange struct {
+	Table source.TableName // the source table, as named before the change
+	OID   uint32
+	Def   *source.TableDef
+	Steps []SchemaStep
+	Notes []string
+	Err   error
+}
+
+// SchemaChanges works out a DDL event table by table, from the
+// definitions last applied (by source OID): the changed and created
+// tables, then the dropped ones that were replicated.
+func SchemaChanges(d Dialect, applied map[uint32]*source.TableDef, ddl *source.DDL, router *Router, rules map[source.TableName]ColumnRules) []TableChange {
+	var out []TableChange
+	for _, next := range ddl.Tables {
+		prev := applied[next.OID]
+		from, to := router.Route(next.Name), router.Route(next.Name)
+		if prev != nil {
+			from = router.Route(prev.Name)
+		}
+		c := TableChange{Table: next.Name, OID: next.OID, Def: next}
+		c.Steps, c.Notes, c.Err = SchemaChange(d, prev, next, from, to, rules[next.Name])
+		out = append(out, c)
+	}
+	for _, dropped := range ddl.Dropped {
+		prev := applied[dropped.OID]
+		if prev == nil {
+			continue // not a replicated table
+		}
+		c := TableChange{Table: prev.Name, OID: dropped.OID}
+		c.Steps, c.Notes, c.Err = SchemaChange(d, prev, nil, router.Route(prev.Name), source.TableName{}, rules[prev.Name])
+		out = append(out, c)
+	}
+	return out
+}
+
 // createSteps creates a table with CreatePG or CreateMySQL.
 func createSteps(d Dialect, def *source.TableDef, target source.TableName, rules ColumnRules) ([]SchemaStep, []string, error) {
 	var steps []SchemaStep

@@ -43,34 +43,22 @@ func (t *Target) applyDDL(ctx context.Context, txn *source.Txn, d *source.DDL) e
 			return err
 		}
 	}
-	for _, next := range d.Tables {
-		prev := t.schema[next.OID]
-		from, to := t.cfg.Router.Route(next.Name), t.cfg.Router.Route(next.Name)
-		if prev != nil {
-			from = t.cfg.Router.Route(prev.Name)
-		}
-		steps, notes, err := mapping.SchemaChange(mapping.DialectMySQL, prev, next, from, to, t.cfg.Columns[next.Name])
-		if err := t.runSchemaSteps(ctx, txn, d, next.Name, steps, notes, err); err != nil {
+	for _, c := range mapping.SchemaChanges(mapping.DialectMySQL, t.schema, d, t.cfg.Router, t.cfg.Columns) {
+		if err := t.runSchemaSteps(ctx, txn, d, c.Table, c.Steps, c.Notes, c.Err); err != nil {
 			return err
 		}
-		data, err := checkpoint.EncodeDef(next)
+		origin := apply.Origin{Op: "ddl", Table: c.Table, Txn: txn, Expect: -1}
+		if c.Def == nil {
+			t.batch.add(checkpoint.MySQLSchemaDelete, []any{t.cfg.Pipeline, uint64(c.OID)}, origin)
+			delete(t.schema, c.OID)
+			continue
+		}
+		data, err := checkpoint.EncodeDef(c.Def)
 		if err != nil {
 			return err
 		}
-		t.batch.add(checkpoint.MySQLSchemaSave, []any{t.cfg.Pipeline, uint64(next.OID), string(data)}, apply.Origin{Op: "ddl", Table: next.Name, Txn: txn, Expect: -1})
-		t.schema[next.OID] = next
-	}
-	for _, dropped := range d.Dropped {
-		prev := t.schema[dropped.OID]
-		if prev == nil {
-			continue // not a replicated table
-		}
-		steps, notes, err := mapping.SchemaChange(mapping.DialectMySQL, prev, nil, t.cfg.Router.Route(prev.Name), source.TableName{}, t.cfg.Columns[prev.Name])
-		if err := t.runSchemaSteps(ctx, txn, d, prev.Name, steps, notes, err); err != nil {
-			return err
-		}
-		t.batch.add(checkpoint.MySQLSchemaDelete, []any{t.cfg.Pipeline, uint64(dropped.OID)}, apply.Origin{Op: "ddl", Table: prev.Name, Txn: txn, Expect: -1})
-		delete(t.schema, dropped.OID)
+		t.batch.add(checkpoint.MySQLSchemaSave, []any{t.cfg.Pipeline, uint64(c.OID), string(data)}, origin)
+		t.schema[c.OID] = c.Def
 	}
 	t.forgetTables()
 	return nil
@@ -81,9 +69,9 @@ func (t *Target) runSchemaSteps(ctx context.Context, txn *source.Txn, d *source.
 	if errors.As(err, &u) {
 		if !t.cfg.SkipUnsupportedDDL {
 			return &apply.Error{Op: "ddl", Table: table, Xid: txn.Xid, Commit: txn.Commit,
-				Err: fmt.Errorf("%v; statement: %s (--on-unsupported-ddl skip records it and goes on)", u, oneLine(d.Statement))}
+				Err: fmt.Errorf("%v; statement: %s (--on-unsupported-ddl skip records it and goes on)", u, apply.OneLine(d.Statement))}
 		}
-		t.log.Warn("schema change skipped", "table", table.String(), "commit", txn.Commit.String(), "reason", u.Error(), "statement", oneLine(d.Statement))
+		t.log.Warn("schema change skipped", "table", table.String(), "commit", txn.Commit.String(), "reason", u.Error(), "statement", apply.OneLine(d.Statement))
 		t.batch.add(checkpoint.MySQLSkipped, []any{t.cfg.Pipeline, uint64(txn.Commit), int64(txn.Xid), d.Statement, u.Error()},
 			apply.Origin{Op: "ddl", Table: table, Txn: txn, Expect: 1})
 		return nil
@@ -100,12 +88,12 @@ func (t *Target) runSchemaSteps(ctx context.Context, txn *source.Txn, d *source.
 			return &apply.Error{Op: "ddl", Table: table, Xid: txn.Xid, Commit: txn.Commit, Err: err}
 		}
 		if !needed {
-			t.log.Info("schema step already done; skipped", "statement", oneLine(s.SQL))
+			t.log.Info("schema step already done; skipped", "statement", apply.OneLine(s.SQL))
 			continue
 		}
 		if _, err := t.conn.ExecContext(ctx, s.SQL); err != nil {
 			return &apply.Error{Op: "ddl", Table: table, Xid: txn.Xid, Commit: txn.Commit,
-				Err: fmt.Errorf("%s: %w", oneLine(s.SQL), describe(err))}
+				Err: fmt.Errorf("%s: %w", apply.OneLine(s.SQL), describe(err))}
 		}
 	}
 	return nil
@@ -154,13 +142,4 @@ func (t *Target) forgetTables() {
 	t.tables = map[source.TableName]*Table{}
 	t.plans = map[*source.Relation]*plan{}
 	t.last = nil
-}
-
-// oneLine shortens a statement for a one-line message.
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 200 {
-		return s[:200] + "…"
-	}
-	return s
 }

@@ -25,44 +25,28 @@ func (t *Target) applyDDL(ctx context.Context, txn *source.Txn, d *source.DDL) e
 			return err
 		}
 	}
-	origin := apply.Origin{Op: "ddl", Txn: txn, Expect: -1}
-	for _, next := range d.Tables {
-		prev := t.schema[next.OID]
-		from, to := t.cfg.Router.Route(next.Name), t.cfg.Router.Route(next.Name)
-		if prev != nil {
-			from = t.cfg.Router.Route(prev.Name)
-		}
-		steps, notes, err := mapping.SchemaChange(mapping.DialectPostgres, prev, next, from, to, t.cfg.Columns[next.Name])
-		if err := t.unsupported(txn, d, next.Name, err); err != nil {
+	for _, c := range mapping.SchemaChanges(mapping.DialectPostgres, t.schema, d, t.cfg.Router, t.cfg.Columns) {
+		if err := t.unsupported(txn, d, c.Table, c.Err); err != nil {
 			return err
 		}
-		for _, n := range notes {
-			t.log.Warn("schema change: "+n, "table", next.Name.String(), "commit", txn.Commit.String())
+		for _, n := range c.Notes {
+			t.log.Warn("schema change: "+n, "table", c.Table.String(), "commit", txn.Commit.String())
 		}
-		for _, s := range steps {
-			t.batch.add(s.SQL, nil, apply.Origin{Op: "ddl", Table: next.Name, Txn: txn, Expect: -1})
+		origin := apply.Origin{Op: "ddl", Table: c.Table, Txn: txn, Expect: -1}
+		for _, s := range c.Steps {
+			t.batch.add(s.SQL, nil, origin)
 		}
-		def, err := checkpoint.EncodeDef(next)
+		if c.Def == nil {
+			t.batch.add(checkpoint.PGSchemaDelete, [][]byte{[]byte(t.cfg.Pipeline), oidText(c.OID)}, origin)
+			delete(t.schema, c.OID)
+			continue
+		}
+		def, err := checkpoint.EncodeDef(c.Def)
 		if err != nil {
 			return err
 		}
-		t.batch.add(checkpoint.PGSchemaSave, [][]byte{[]byte(t.cfg.Pipeline), oidText(next.OID), def}, origin)
-		t.schema[next.OID] = next
-	}
-	for _, dropped := range d.Dropped {
-		prev := t.schema[dropped.OID]
-		if prev == nil {
-			continue // not a replicated table
-		}
-		steps, _, err := mapping.SchemaChange(mapping.DialectPostgres, prev, nil, t.cfg.Router.Route(prev.Name), source.TableName{}, t.cfg.Columns[prev.Name])
-		if err := t.unsupported(txn, d, prev.Name, err); err != nil {
-			return err
-		}
-		for _, s := range steps {
-			t.batch.add(s.SQL, nil, apply.Origin{Op: "ddl", Table: prev.Name, Txn: txn, Expect: -1})
-		}
-		t.batch.add(checkpoint.PGSchemaDelete, [][]byte{[]byte(t.cfg.Pipeline), oidText(dropped.OID)}, origin)
-		delete(t.schema, dropped.OID)
+		t.batch.add(checkpoint.PGSchemaSave, [][]byte{[]byte(t.cfg.Pipeline), oidText(c.OID), def}, origin)
+		t.schema[c.OID] = c.Def
 	}
 	// The rows after the change must be planned against the new shape:
 	// run the DDL now and forget what was learned of the old one.
@@ -79,9 +63,9 @@ func (t *Target) unsupported(txn *source.Txn, d *source.DDL, table source.TableN
 	}
 	if !t.cfg.SkipUnsupportedDDL {
 		return &apply.Error{Op: "ddl", Table: table, Xid: txn.Xid, Commit: txn.Commit,
-			Err: fmt.Errorf("%v; statement: %s (--on-unsupported-ddl skip records it and goes on)", u, oneLine(d.Statement))}
+			Err: fmt.Errorf("%v; statement: %s (--on-unsupported-ddl skip records it and goes on)", u, apply.OneLine(d.Statement))}
 	}
-	t.log.Warn("schema change skipped", "table", table.String(), "commit", txn.Commit.String(), "reason", u.Error(), "statement", oneLine(d.Statement))
+	t.log.Warn("schema change skipped", "table", table.String(), "commit", txn.Commit.String(), "reason", u.Error(), "statement", apply.OneLine(d.Statement))
 	t.batch.add(checkpoint.PGSkipped, [][]byte{[]byte(t.cfg.Pipeline), []byte(txn.Commit.String()),
 		strconv.AppendUint(nil, uint64(txn.Xid), 10), []byte(d.Statement), []byte(u.Error())},
 		apply.Origin{Op: "ddl", Table: table, Txn: txn, Expect: 1})
@@ -96,18 +80,3 @@ func (t *Target) forgetTables() {
 }
 
 func oidText(oid uint32) []byte { return strconv.AppendUint(nil, uint64(oid), 10) }
-
-// oneLine shortens a statement for a one-line message.
-func oneLine(s string) string {
-	out := make([]rune, 0, 200)
-	for _, r := range s {
-		if r == '\n' || r == '\r' || r == '\t' {
-			r = ' '
-		}
-		if len(out) == 200 {
-			return string(out) + "…"
-		}
-		out = append(out, r)
-	}
-	return string(out)
-}

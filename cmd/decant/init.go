@@ -250,9 +250,6 @@ func joinNames(ts []source.TableName) string {
 	s := make([]string, len(ts))
 	for i, t := range ts {
 		s[i] = t.String()
-		if t.Schema == "" {
-			s[i] = t.Name
-		}
 	}
 	return strings.Join(s, ", ")
 }
