@@ -11,6 +11,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 
 	"github.com/decant/decant/checkpoint"
 	"github.com/decant/decant/source"
@@ -49,3 +50,50 @@ type Target interface {
 type DDLCommitter interface {
 	CommitPartial(ctx context.Context, cp checkpoint.Row, txn *source.Txn, seq int) error
 }
+
+// StreamTarget is a Target that applies transactions the source streams
+// while they are still in progress (PostgreSQL protocol 2, --stream-apply
+// immediate): each in a target transaction of its own, on a connection of
+// its own beside the Target's main one, committed together with the
+// checkpoint row only when the source commits it. Until then nothing of it
+// is visible, and abandoning it leaves nothing behind: after a restart the
+// source streams an uncommitted transaction again from its start.
+//
+// Subtransactions become savepoints: the first change of subtransaction s
+// sets one, and rolling s back returns to it, which discards s's changes
+// and those of every subtransaction begun after it (its own nested ones).
+//
+// The pipeline commits the main transaction before every call that may
+// send statements on a streamed transaction's connection (StreamApply,
+// StreamAbort of a subtransaction, StreamCommit): the main transaction's
+// row locks would otherwise block the streamed one, whose commit waits for
+// the pipeline, in a deadlock the server cannot see. A StreamTarget is not
+// safe for concurrent use; transactions are told apart by xid.
+type StreamTarget interface {
+	// StreamApply writes changes of the in-progress transaction txn
+	// (txn.Xid is the top-level xid; each change's Sub names its
+	// subtransaction), opening the transaction's connection and target
+	// transaction on first use and setting a savepoint at each
+	// subtransaction's first change. Schema changes are refused
+	// (ErrStreamedDDL).
+	StreamApply(ctx context.Context, txn *source.Txn, changes []source.Change) error
+	// StreamAbort rolls back subtransaction sub of xid (to its savepoint;
+	// nothing when none was set, or a rollback to an earlier one already
+	// discarded it), or with sub 0 the whole transaction, releasing its
+	// connection. An xid the target does not have is no error.
+	StreamAbort(ctx context.Context, xid, sub uint32) error
+	// StreamCommit writes cp in xid's transaction and commits it, then
+	// releases its connection. When nothing of xid reached the target, it
+	// writes cp alone, like Commit; the main transaction must not be open.
+	StreamCommit(ctx context.Context, xid uint32, cp checkpoint.Row) error
+	// StreamRollbackAll rolls back every open streamed transaction and
+	// releases their connections (the end of a session). A failed rollback
+	// closes the connection, which discards the transaction as well.
+	StreamRollbackAll(ctx context.Context)
+}
+
+// ErrStreamedDDL refuses a schema change inside a transaction applied
+// while in progress: a separate connection with DDL in an open
+// transaction (implicitly committing on MySQL, invalidating the main
+// connection's view of the tables) is not worth getting subtly wrong.
+var ErrStreamedDDL = errors.New("a schema change inside a transaction streamed while in progress cannot be applied with --stream-apply immediate; run with --stream-apply spool")

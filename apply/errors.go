@@ -20,12 +20,15 @@ type Error struct {
 	Op     string // "insert", "update", "commit"...
 	Table  source.TableName
 	Xid    uint32
-	Commit source.LSN
+	Commit source.LSN // 0 while a streamed transaction is in progress
 	Err    error
 }
 
 func (e *Error) Error() string {
 	where := fmt.Sprintf("xid %d commit %s", e.Xid, e.Commit)
+	if e.Commit == 0 && e.Xid != 0 {
+		where = fmt.Sprintf("xid %d (in progress, streamed)", e.Xid)
+	}
 	if e.Table.Name != "" {
 		where += " table " + e.Table.String()
 	}

@@ -70,7 +70,7 @@ func New(cfg Config, src Source, tgt Target) *Pipeline {
 }
 
 // Acked is the resume position of the last target commit: the position the
-// source is told is flushed.
+// source is told is flushed (before a held prepared transaction, if any).
 func (p *Pipeline) Acked() source.LSN { return source.LSN(p.acked.Load()) }
 
 // AckedCSN is the commit CSN of the last target commit.
@@ -78,7 +78,7 @@ func (p *Pipeline) AckedCSN() uint64 { return p.ackedCSN.Load() }
 
 func (p *Pipeline) ack(cp checkpoint.Row) {
 	p.ackedCSN.Store(cp.CSN)
-	p.acked.Store(uint64(cp.End))
+	p.acked.Store(uint64(cp.Resume()))
 }
 
 // errCaughtUp ends a catch-up run.
@@ -172,7 +172,7 @@ func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started *boo
 	go func() {
 		defer close(readDone)
 		readErr = p.src.Stream(sctx, source.StreamRequest{
-			Start: cp.End, SystemID: cp.SystemID, Acked: p.Acked,
+			Start: cp.Resume(), SystemID: cp.SystemID, Acked: p.Acked,
 			StartCSN: cp.CSN, AckedCSN: p.AckedCSN,
 		}, ch)
 	}()
@@ -196,6 +196,8 @@ type group struct {
 	begun time.Time
 	txn   *source.Txn // the source transaction being applied
 	seq   int         // how many of its changes are applied (or were before a restart)
+	// midTxn: txn's last chunk, the one with its commit, is still to come.
+	midTxn bool
 }
 
 // applyLoop applies chunks in order until an error or the end of ctx.
@@ -203,6 +205,10 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp checkpoint.Row, stopAt sour
 	g := group{cp: cp}
 	stored := cp // what the target holds
 	lastWrite := time.Now()
+	ss := newStreaming(cp)
+	// Whatever ends the session, nothing of a transaction still in
+	// progress stays on the target.
+	defer p.rollbackStreams(ctx)
 	for {
 		var c source.Chunk
 		select {
@@ -214,8 +220,25 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp checkpoint.Row, stopAt sour
 			p.rollback(ctx, &g)
 			return ctx.Err()
 		}
+		ss.passed(c)
+		if c.Txn != nil && c.Txn.Streamed {
+			// In progress until its commit chunk: no commit position to
+			// judge by yet (see applyStreamed).
+			wrote, err := p.applyStreamed(ctx, &g, &stored, ss, c)
+			if err != nil {
+				p.rollback(ctx, &g)
+				return err
+			}
+			if wrote {
+				lastWrite = time.Now()
+				if p.cfg.CatchUp && stored.End >= stopAt {
+					return errCaughtUp
+				}
+			}
+			continue
+		}
 		if c.Txn == nil { // idle mark
-			g.cp.End = max(g.cp.End, c.End)
+			g.cp.End, g.cp.Hold = max(g.cp.End, c.End), c.Hold
 		} else {
 			if stored.Applied(c.Txn) {
 				continue // replayed after a restart: already on the target
@@ -224,10 +247,12 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp checkpoint.Row, stopAt sour
 				p.rollback(ctx, &g)
 				return err
 			}
+			g.midTxn = !c.Commit
 			if !c.Commit {
 				continue
 			}
 			g.cp = g.cp.After(c.Txn, c.End)
+			g.cp.Hold = c.Hold
 			g.txns++
 			if g.open && len(ch) > 0 && g.txns < p.cfg.GroupTxns && time.Since(g.begun) < p.cfg.GroupDelay {
 				continue // a backlog: let the next transaction share this commit
@@ -236,22 +261,31 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp checkpoint.Row, stopAt sour
 		// With nothing written (an idle mark, or a transaction without changes
 		// for the target), the checkpoint only moves the resume position: do
 		// that at most every IdleAdvance, unless catch-up waits for it.
-		if !g.open && (g.cp.End == stored.End ||
+		if !g.open && ((g.cp.End == stored.End && g.cp.Hold == stored.Hold) ||
 			(time.Since(lastWrite) < p.cfg.IdleAdvance && !(p.cfg.CatchUp && g.cp.End >= stopAt))) {
 			continue
 		}
-		if err := p.tgt.Commit(ctx, g.cp); err != nil {
+		if err := p.commit(ctx, &g, &stored); err != nil {
 			p.rollback(ctx, &g)
 			return err
 		}
-		p.log.Debug("committed", "txns", g.txns, "end", g.cp.End.String())
-		stored, lastWrite = g.cp, time.Now()
-		p.ack(stored)
-		g = group{cp: stored}
+		lastWrite = time.Now()
 		if p.cfg.CatchUp && stored.End >= stopAt {
 			return errCaughtUp
 		}
 	}
+}
+
+// commit commits the group with its checkpoint and starts the next one.
+func (p *Pipeline) commit(ctx context.Context, g *group, stored *checkpoint.Row) error {
+	if err := p.tgt.Commit(ctx, g.cp); err != nil {
+		return err
+	}
+	p.log.Debug("committed", "txns", g.txns, "end", g.cp.End.String())
+	*stored = g.cp
+	p.ack(*stored)
+	*g = group{cp: *stored}
+	return nil
 }
 
 // applyChunk applies a chunk's changes. A transaction that a restart

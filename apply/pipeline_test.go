@@ -20,7 +20,8 @@ type fakeSource struct {
 	mu       sync.Mutex
 	server   source.Server
 	sessions []script
-	starts   []source.LSN // Start of every Stream call
+	starts   []source.LSN  // Start of every Stream call
+	sent     chan struct{} // when set, closed once the first session's chunks are all sent
 }
 
 type script struct {
@@ -33,6 +34,7 @@ func (s *fakeSource) Identify(context.Context) (source.Server, error) { return s
 func (s *fakeSource) Stream(ctx context.Context, req source.StreamRequest, out chan<- source.Chunk) error {
 	s.mu.Lock()
 	s.starts = append(s.starts, req.Start)
+	first := len(s.starts) == 1
 	var sc script
 	if len(s.sessions) > 0 {
 		sc, s.sessions = s.sessions[0], s.sessions[1:]
@@ -42,14 +44,19 @@ func (s *fakeSource) Stream(ctx context.Context, req source.StreamRequest, out c
 		return fmt.Errorf("system id %s requested", req.SystemID)
 	}
 	for _, c := range sc.chunks {
-		if c.Txn != nil && c.Txn.Commit < req.Start {
-			continue // the server skips what the client already has
+		// The server skips what the client already has (the chunks of a
+		// transaction streamed in progress carry no commit position yet).
+		if c.Txn != nil && c.Txn.Commit != 0 && c.Txn.Commit < req.Start {
+			continue
 		}
 		select {
 		case out <- c:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+	if s.sent != nil && first {
+		close(s.sent)
 	}
 	if sc.end != nil {
 		return sc.end

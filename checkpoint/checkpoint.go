@@ -41,6 +41,21 @@ type Row struct {
 	// restart resumes inside the transaction instead of repeating it.
 	PartialCommit source.LSN
 	PartialSeq    int
+	// Hold, when set and before End, is where streaming must resume: a
+	// prepared transaction decoded there is still awaiting COMMIT
+	// PREPARED, and the source sends its changes again only to a
+	// consumer that starts before it (two-phase decoding).
+	Hold source.LSN
+}
+
+// Resume is the position streaming restarts from: End, or Hold when a
+// held prepared transaction lies before it. Transactions between Hold and
+// End come again and are recognised as applied.
+func (r Row) Resume() source.LSN {
+	if r.Hold != 0 && r.Hold < r.End {
+		return r.Hold
+	}
+	return r.End
 }
 
 // Skip returns how many of txn's first changes are already applied.
@@ -91,15 +106,17 @@ CREATE TABLE IF NOT EXISTS decant.checkpoint (
 	commit_time  timestamptz,
 	applied_time timestamptz NOT NULL DEFAULT now(),
 	partial_commit_lsn pg_lsn,
-	partial_seq  integer NOT NULL DEFAULT 0
-)`
+	partial_seq  integer NOT NULL DEFAULT 0,
+	hold_lsn     pg_lsn
+);
+ALTER TABLE decant.checkpoint ADD COLUMN IF NOT EXISTS hold_lsn pg_lsn`
 
 // PGAdvance moves the checkpoint forward inside the applying transaction.
 // It matches no row (and the caller must roll back) if the stored position
 // is already past the new one. Parameters: PGAdvanceArgs.
 const PGAdvance = `UPDATE decant.checkpoint
 	SET commit_lsn = $2, end_lsn = $3, xid = $4, commit_time = $5, commit_csn = $6, applied_time = now(),
-		partial_commit_lsn = NULL, partial_seq = 0
+		partial_commit_lsn = NULL, partial_seq = 0, hold_lsn = $7
 	WHERE pipeline = $1 AND end_lsn <= $3 AND coalesce(commit_csn, 0) <= coalesce($6::bigint, 0)`
 
 // PGAdvanceArgs renders the row as PGAdvance's text-format parameters.
@@ -111,6 +128,10 @@ func (r Row) PGAdvanceArgs() [][]byte {
 		nil,
 		nil,
 		nil,
+		nil,
+	}
+	if r.Hold != 0 {
+		args[6] = []byte(r.Hold.String())
 	}
 	if r.CSN != 0 {
 		args[5] = strconv.AppendUint(nil, r.CSN, 10)
@@ -160,9 +181,10 @@ func PGRead(ctx context.Context, conn *pgx.Conn, pipeline string) (Row, error) {
 	var r Row
 	var xid, csn *int64
 	var commitTime *time.Time
-	err := conn.QueryRow(ctx, `SELECT pipeline, system_id, commit_lsn::text, end_lsn::text, xid, commit_csn, commit_time, applied_time
+	var hold *string
+	err := conn.QueryRow(ctx, `SELECT pipeline, system_id, commit_lsn::text, end_lsn::text, xid, commit_csn, commit_time, applied_time, hold_lsn::text
 		FROM decant.checkpoint WHERE pipeline = $1`, pipeline).
-		Scan(&r.Pipeline, &r.SystemID, &r.Commit, &r.End, &xid, &csn, &commitTime, &r.AppliedTime)
+		Scan(&r.Pipeline, &r.SystemID, &r.Commit, &r.End, &xid, &csn, &commitTime, &r.AppliedTime, &hold)
 	// PostgreSQL targets apply DDL inside the transaction and never write a
 	// partial position.
 	var pgErr *pgconn.PgError
@@ -180,6 +202,11 @@ func PGRead(ctx context.Context, conn *pgx.Conn, pipeline string) (Row, error) {
 	}
 	if commitTime != nil {
 		r.CommitTime = *commitTime
+	}
+	if hold != nil {
+		if r.Hold, err = source.ParseLSN(*hold); err != nil {
+			return Row{}, fmt.Errorf("read checkpoint of pipeline %s: %w", pipeline, err)
+		}
 	}
 	return r, nil
 }

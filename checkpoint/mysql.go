@@ -28,8 +28,13 @@ const MySQLCreate = `CREATE TABLE IF NOT EXISTS decant_checkpoint (
 	commit_time  DATETIME(6) NULL,
 	applied_time DATETIME(6) NOT NULL,
 	partial_commit_lsn BIGINT UNSIGNED NOT NULL DEFAULT 0,
-	partial_seq  INT NOT NULL DEFAULT 0
+	partial_seq  INT NOT NULL DEFAULT 0,
+	hold_lsn     BIGINT UNSIGNED NOT NULL DEFAULT 0
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`
+
+// mysqlAddHold adds hold_lsn to a checkpoint table made before it existed
+// (MySQL 8 has no ADD COLUMN IF NOT EXISTS).
+const mysqlAddHold = `ALTER TABLE decant_checkpoint ADD COLUMN hold_lsn BIGINT UNSIGNED NOT NULL DEFAULT 0`
 
 // MySQLAdvance moves the checkpoint forward inside the applying
 // transaction; it matches no row if the stored position is already past
@@ -37,7 +42,7 @@ const MySQLCreate = `CREATE TABLE IF NOT EXISTS decant_checkpoint (
 // Parameters: MySQLAdvanceArgs.
 const MySQLAdvance = `UPDATE decant_checkpoint
 	SET commit_lsn = ?, end_lsn = ?, xid = ?, commit_time = ?, commit_csn = ?, applied_time = UTC_TIMESTAMP(6),
-		partial_commit_lsn = ?, partial_seq = ?
+		partial_commit_lsn = ?, partial_seq = ?, hold_lsn = ?
 	WHERE pipeline = ? AND end_lsn <= ? AND COALESCE(commit_csn, 0) <= ?`
 
 // MySQLAdvanceArgs are MySQLAdvance's parameters.
@@ -53,7 +58,7 @@ func (r Row) MySQLAdvanceArgs() []any {
 	if r.CSN != 0 {
 		csn = r.CSN
 	}
-	return []any{uint64(r.Commit), uint64(r.End), xid, commitTime, csn, uint64(r.PartialCommit), int64(r.PartialSeq), r.Pipeline, uint64(r.End), r.CSN}
+	return []any{uint64(r.Commit), uint64(r.End), xid, commitTime, csn, uint64(r.PartialCommit), int64(r.PartialSeq), uint64(r.Hold), r.Pipeline, uint64(r.End), r.CSN}
 }
 
 // Querier is what the MySQL functions need: *sql.DB, *sql.Conn or *sql.Tx.
@@ -69,6 +74,16 @@ func MySQLEnsure(ctx context.Context, db Querier, row Row) (Row, bool, error) {
 	for _, q := range append([]string{MySQLCreate}, MySQLSchemaCreate...) {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			return Row{}, false, fmt.Errorf("create decant's tables on target: %w", err)
+		}
+	}
+	var hasHold int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.COLUMNS
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'decant_checkpoint' AND COLUMN_NAME = 'hold_lsn'`).Scan(&hasHold); err != nil {
+		return Row{}, false, fmt.Errorf("read decant_checkpoint's columns: %w", err)
+	}
+	if hasHold == 0 {
+		if _, err := db.ExecContext(ctx, mysqlAddHold); err != nil {
+			return Row{}, false, fmt.Errorf("add hold_lsn to decant_checkpoint: %w", err)
 		}
 	}
 	var csn any
@@ -99,12 +114,12 @@ func MySQLRead(ctx context.Context, db Querier, pipeline string) (Row, error) {
 	var csn sql.NullString
 	var commitTime sql.NullString
 	var applied string
-	var partial uint64
+	var partial, hold uint64
 	err := db.QueryRowContext(ctx, `SELECT pipeline, system_id, commit_lsn, end_lsn, xid, commit_csn,
 			DATE_FORMAT(commit_time, '%Y-%m-%d %H:%i:%s.%f'), DATE_FORMAT(applied_time, '%Y-%m-%d %H:%i:%s.%f'),
-			partial_commit_lsn, partial_seq
+			partial_commit_lsn, partial_seq, hold_lsn
 		FROM decant_checkpoint WHERE pipeline = ?`, pipeline).
-		Scan(&r.Pipeline, &r.SystemID, &commit, &end, &xid, &csn, &commitTime, &applied, &partial, &r.PartialSeq)
+		Scan(&r.Pipeline, &r.SystemID, &commit, &end, &xid, &csn, &commitTime, &applied, &partial, &r.PartialSeq, &hold)
 	var myErr *mysql.MySQLError
 	if errors.Is(err, sql.ErrNoRows) || (errors.As(err, &myErr) && myErr.Number == 1146) {
 		return Row{}, fmt.Errorf("%w for pipeline %s on the target; run decant init first", ErrNotFound, pipeline)
@@ -113,7 +128,7 @@ func MySQLRead(ctx context.Context, db Querier, pipeline string) (Row, error) {
 		return Row{}, fmt.Errorf("read checkpoint of pipeline %s: %w", pipeline, err)
 	}
 	r.Commit, r.End, r.Xid = source.LSN(commit), source.LSN(end), uint32(xid.Int64)
-	r.PartialCommit = source.LSN(partial)
+	r.PartialCommit, r.Hold = source.LSN(partial), source.LSN(hold)
 	if csn.Valid {
 		r.CSN, _ = strconv.ParseUint(csn.String, 10, 64)
 	}

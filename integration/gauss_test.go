@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -393,4 +394,33 @@ func TestGaussErrors(t *testing.T) {
 		t.Errorf("GSSAPI: exit %d", code)
 	}
 	oneLineError(t, "gss", errOut, "GSSAPI", "pg_hba.conf")
+}
+
+// TestGaussLargeTransaction: a GaussDB transaction larger than
+// --max-txn-memory is spooled to a file until its COMMIT arrives, applied
+// whole, and the file removed.
+func TestGaussLargeTransaction(t *testing.T) {
+	p := newPair(t)
+	p.both(`CREATE TABLE big (id integer PRIMARY KEY, v text, n integer); CREATE TABLE marker (id integer PRIMARY KEY, xid text);`)
+	work := captureWorkload(t, p, "big, marker", func() {
+		psql(t, p.src, `INSERT INTO big SELECT g, repeat('x', 40), g FROM generate_series(1, 30000) g`)
+		finalMarker(t, p.src)
+	})
+	q := newPair(t)
+	psql(t, q.tgt, `CREATE TABLE big (id integer PRIMARY KEY, v text, n integer); CREATE TABLE marker (id integer PRIMARY KEY, xid text);`)
+	q.src = p.src
+	srv := startStandIn(t, "7300000000000000004")
+	g := gaussPair(t, q, srv, gaussFormats[2].options)
+	g.mustDecant("init")
+	srv.Append(work.txns...)
+	srv.AddPosition(work.txns[len(work.txns)-1].CSN, uint64(work.end))
+	spill := t.TempDir()
+	out := g.mustDecant("run", "--catch-up", "--max-txn-memory", "1MiB", "--spill-dir", spill)
+	if !strings.Contains(out, "spilled to disk") {
+		t.Errorf("a 30,000-row transaction did not spill under a 1 MiB limit:\n%s", out)
+	}
+	q.assertEqual()
+	if left, _ := filepath.Glob(filepath.Join(spill, "*")); len(left) > 0 {
+		t.Errorf("spill files left: %v", left)
+	}
 }

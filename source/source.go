@@ -116,6 +116,10 @@ type Change struct {
 
 	// DDL only.
 	DDL *DDL
+
+	// Sub is the (sub)transaction xid of a change in a streamed
+	// transaction; 0 otherwise.
+	Sub uint32
 }
 
 // Txn is one committed source transaction.
@@ -128,6 +132,12 @@ type Txn struct {
 	// source orders and resumes by CSN rather than by commit LSN.
 	CSN   uint64
 	ByCSN bool
+	// Streamed marks a transaction whose changes arrive while it is still
+	// in progress (PostgreSQL streaming, --stream-apply immediate): its
+	// chunks carry no commit position until the last, which brings a new
+	// *Txn with Commit set; chunks of several such transactions
+	// interleave, told apart by Xid.
+	Streamed bool
 }
 
 // Chunk is the unit a reader hands to the applier: a run of one
@@ -145,6 +155,16 @@ type Chunk struct {
 	Changes []Change
 	Commit  bool
 	End     LSN
+	// Abort (streamed transactions only) voids what was delivered of
+	// Txn: all of it, or with Sub set only that subtransaction's changes.
+	Abort bool
+	Sub   uint32
+	// Hold, when set, is a position before End that decant must resume
+	// from after a restart: the reader holds a prepared transaction
+	// decoded there, awaiting COMMIT PREPARED, which the source will not
+	// send again once confirmed. The checkpoint written with this chunk
+	// records it, and the source is never told more than Hold.
+	Hold LSN
 }
 
 // Size estimates the memory a chunk holds, for bounding buffers.

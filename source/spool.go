@@ -3,6 +3,7 @@ package source
 import (
 	"bufio"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,13 +12,18 @@ import (
 )
 
 // Spool keeps the changes of one transaction until they can be delivered:
-// in memory up to Limit bytes, then in a temporary file, and hands them
-// back in order. Memory stays bounded whatever the transaction's size.
-// The zero value keeps everything in memory; set Dir and Limit to spill.
+// in memory while the memory budget allows, then in a temporary file, and
+// hands them back in order. Memory stays bounded whatever the
+// transaction's size. The zero value keeps everything in memory; set Dir
+// and Limit (or Budget) to spill.
 type Spool struct {
 	Dir    string // where spill files go (os.TempDir() when empty)
 	Prefix string // spill file name prefix, to find leftovers at start-up
-	Limit  int    // bytes of changes kept in memory before spilling
+	Limit  int    // bytes of changes kept in memory before spilling, without a Budget
+	// Budget, when set, is shared by several spools (the transactions in
+	// progress at once) and bounds their memory together; Limit is then
+	// ignored.
+	Budget *Budget
 
 	mem      []Change
 	memBytes int
@@ -26,27 +32,59 @@ type Spool struct {
 	onDisk   int
 	rels     map[*Relation]uint32
 	relList  []*Relation
+	subs     map[uint32]int  // changes held per subtransaction (Change.Sub), when any is set
+	dropped  map[uint32]bool // subtransactions whose changes are void
+	nDropped int
 }
 
-// Len is the number of changes held.
-func (s *Spool) Len() int { return len(s.mem) + s.onDisk }
+// Budget is a memory allowance several spools share.
+type Budget struct {
+	Limit int // bytes
+	used  int
+}
+
+// Used is the memory the spools sharing the budget hold now.
+func (b *Budget) Used() int { return b.used }
+
+// Len is the number of changes held, not counting dropped ones.
+func (s *Spool) Len() int { return len(s.mem) + s.onDisk - s.nDropped }
 
 // Spilled reports whether changes went to disk.
 func (s *Spool) Spilled() bool { return s.file != nil }
 
+// fits reports whether n more bytes may stay in memory.
+func (s *Spool) fits(n int) bool {
+	if s.Budget != nil {
+		return s.Budget.used+n <= s.Budget.Limit
+	}
+	return s.Limit <= 0 || s.memBytes+n <= s.Limit
+}
+
+func (s *Spool) account(n int) {
+	s.memBytes += n
+	if s.Budget != nil {
+		s.Budget.used += n
+	}
+}
+
 // Add appends a change.
 func (s *Spool) Add(c Change) error {
-	if s.file == nil && (s.Limit <= 0 || s.memBytes+changeSize(&c) <= s.Limit) {
+	if c.Sub != 0 {
+		if s.subs == nil {
+			s.subs = map[uint32]int{}
+		}
+		s.subs[c.Sub]++
+	}
+	size := changeSize(&c)
+	if s.file == nil && s.fits(size) {
 		s.mem = append(s.mem, c)
-		s.memBytes += changeSize(&c)
+		s.account(size)
 		return nil
 	}
 	if s.file == nil {
-		f, err := os.CreateTemp(s.Dir, s.Prefix+"*.spill")
-		if err != nil {
-			return fmt.Errorf("spill a large transaction to disk: %w", err)
+		if err := s.spill(); err != nil {
+			return err
 		}
-		s.file, s.w = f, bufio.NewWriterSize(f, 1<<16)
 	}
 	s.onDisk++
 	if err := s.encode(&c); err != nil {
@@ -55,17 +93,69 @@ func (s *Spool) Add(c Change) error {
 	return nil
 }
 
+// spill opens the spill file and moves the changes held in memory to it,
+// so that what follows them can go after them on disk.
+func (s *Spool) spill() error {
+	f, err := os.CreateTemp(s.Dir, s.Prefix+"*.spill")
+	if err != nil {
+		return fmt.Errorf("spill a large transaction to disk: %w", err)
+	}
+	s.file, s.w = f, bufio.NewWriterSize(f, 1<<16)
+	for i := range s.mem {
+		if err := s.encode(&s.mem[i]); err != nil {
+			return fmt.Errorf("spill a large transaction to %s: %w", f.Name(), err)
+		}
+	}
+	s.onDisk += len(s.mem)
+	s.mem = nil
+	s.account(-s.memBytes)
+	return nil
+}
+
+// DropSub voids the changes of subtransaction sub (rolled back): they are
+// no longer counted or replayed.
+func (s *Spool) DropSub(sub uint32) {
+	if s.dropped[sub] || s.subs[sub] == 0 {
+		return
+	}
+	if s.dropped == nil {
+		s.dropped = map[uint32]bool{}
+	}
+	s.dropped[sub] = true
+	kept := s.mem[:0]
+	freed := 0
+	for _, c := range s.mem {
+		if c.Sub == sub {
+			freed += changeSize(&c)
+			continue
+		}
+		kept = append(kept, c)
+	}
+	inMem := len(s.mem) - len(kept)
+	clear(s.mem[len(kept):])
+	s.mem = kept
+	s.account(-freed)
+	// Changes in memory are gone; those on disk are skipped on replay.
+	s.nDropped += s.subs[sub] - inMem
+}
+
 // Replay hands the changes back in order, at most chunk at a time. The
 // slices are never reused, so fn may pass them on.
 func (s *Spool) Replay(chunk int, fn func([]Change) error) error {
+	if s.file != nil {
+		// Changes in memory went to the file when it was opened: the
+		// file holds everything.
+		return s.replayFile(chunk, fn)
+	}
 	for i := 0; i < len(s.mem); i += chunk {
 		if err := fn(s.mem[i:min(i+chunk, len(s.mem))]); err != nil {
 			return err
 		}
 	}
-	if s.file == nil {
-		return nil
-	}
+	return nil
+}
+
+func (s *Spool) replayFile(chunk int, fn func([]Change) error) error {
 	if err := s.w.Flush(); err != nil {
 		return fmt.Errorf("spill file %s: %w", s.file.Name(), err)
 	}
@@ -78,6 +168,9 @@ func (s *Spool) Replay(chunk int, fn func([]Change) error) error {
 		c, err := s.decode(r)
 		if err != nil {
 			return fmt.Errorf("read back spill file %s: %w", s.file.Name(), err)
+		}
+		if s.dropped[c.Sub] {
+			continue
 		}
 		if buf = append(buf, c); len(buf) == chunk {
 			if err := fn(buf); err != nil {
@@ -94,8 +187,10 @@ func (s *Spool) Replay(chunk int, fn func([]Change) error) error {
 
 // Reset empties the spool and removes its file.
 func (s *Spool) Reset() error {
-	s.mem, s.memBytes, s.onDisk = nil, 0, 0
+	s.account(-s.memBytes)
+	s.mem, s.onDisk = nil, 0
 	s.rels, s.relList = nil, nil
+	s.subs, s.dropped, s.nDropped = nil, nil, 0
 	if s.file == nil {
 		return nil
 	}
@@ -126,14 +221,21 @@ func RemoveSpills(dir, prefix string) error {
 	return nil
 }
 
-func changeSize(c *Change) int { return 64 + rowSize(c.Old) + rowSize(c.New) }
+func changeSize(c *Change) int {
+	n := 64 + rowSize(c.Old) + rowSize(c.New)
+	if c.DDL != nil {
+		n += 256 + len(c.DDL.Statement) + len(c.DDL.JSON) + 128*len(c.DDL.Tables)
+	}
+	return n
+}
 
-// The spill format: per change, op, relation index, flags, truncated
-// relations, then the old and new rows (a presence byte, a count, then
-// per value a kind byte and a length-prefixed body). Relations stay in
-// memory and are referred to by index.
+// The spill format: per change, op, relation index, flags, the
+// subtransaction, truncated relations, then the old and new rows (a
+// presence byte, a count, then per value a kind byte and a length-prefixed
+// body), then for a schema change its description as JSON. Relations stay
+// in memory and are referred to by index.
 func (s *Spool) encode(c *Change) error {
-	var hdr [10]byte
+	var hdr [14]byte
 	hdr[0] = byte(c.Op)
 	binary.BigEndian.PutUint32(hdr[1:], s.relIndex(c.Rel))
 	if c.Cascade {
@@ -142,7 +244,16 @@ func (s *Spool) encode(c *Change) error {
 	if c.RestartIdentity {
 		hdr[5] |= 2
 	}
-	binary.BigEndian.PutUint32(hdr[6:], uint32(len(c.Truncated)))
+	var ddl []byte
+	if c.DDL != nil {
+		hdr[5] |= 4
+		var err error
+		if ddl, err = json.Marshal(c.DDL); err != nil {
+			return err
+		}
+	}
+	binary.BigEndian.PutUint32(hdr[6:], c.Sub)
+	binary.BigEndian.PutUint32(hdr[10:], uint32(len(c.Truncated)))
 	if _, err := s.w.Write(hdr[:]); err != nil {
 		return err
 	}
@@ -154,7 +265,17 @@ func (s *Spool) encode(c *Change) error {
 	if err := writeRow(s.w, c.Old); err != nil {
 		return err
 	}
-	return writeRow(s.w, c.New)
+	if err := writeRow(s.w, c.New); err != nil {
+		return err
+	}
+	if ddl != nil {
+		if err := binary.Write(s.w, binary.BigEndian, uint32(len(ddl))); err != nil {
+			return err
+		}
+		_, err := s.w.Write(ddl)
+		return err
+	}
+	return nil
 }
 
 func (s *Spool) relIndex(r *Relation) uint32 {
@@ -194,17 +315,17 @@ func writeRow(w *bufio.Writer, row []Value) error {
 }
 
 func (s *Spool) decode(r *bufio.Reader) (Change, error) {
-	var hdr [10]byte
+	var hdr [14]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return Change{}, err
 	}
-	c := Change{Op: Op(hdr[0]), Cascade: hdr[5]&1 != 0, RestartIdentity: hdr[5]&2 != 0}
+	c := Change{Op: Op(hdr[0]), Cascade: hdr[5]&1 != 0, RestartIdentity: hdr[5]&2 != 0, Sub: binary.BigEndian.Uint32(hdr[6:])}
 	rel, err := s.rel(binary.BigEndian.Uint32(hdr[1:]))
 	if err != nil {
 		return Change{}, err
 	}
 	c.Rel = rel
-	for n := binary.BigEndian.Uint32(hdr[6:]); n > 0; n-- {
+	for n := binary.BigEndian.Uint32(hdr[10:]); n > 0; n-- {
 		var i uint32
 		if err := binary.Read(r, binary.BigEndian, &i); err != nil {
 			return Change{}, err
@@ -218,8 +339,24 @@ func (s *Spool) decode(r *bufio.Reader) (Change, error) {
 	if c.Old, err = readRow(r); err != nil {
 		return Change{}, err
 	}
-	c.New, err = readRow(r)
-	return c, err
+	if c.New, err = readRow(r); err != nil {
+		return Change{}, err
+	}
+	if hdr[5]&4 != 0 {
+		var n uint32
+		if err := binary.Read(r, binary.BigEndian, &n); err != nil {
+			return Change{}, err
+		}
+		data := make([]byte, n)
+		if _, err := io.ReadFull(r, data); err != nil {
+			return Change{}, err
+		}
+		c.DDL = new(DDL)
+		if err := json.Unmarshal(data, c.DDL); err != nil {
+			return Change{}, err
+		}
+	}
+	return c, nil
 }
 
 func (s *Spool) rel(i uint32) (*Relation, error) {

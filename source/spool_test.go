@@ -73,3 +73,75 @@ func TestRemoveSpills(t *testing.T) {
 		t.Error("another pipeline's file was removed")
 	}
 }
+
+func TestSpoolBudgetDropSubAndDDL(t *testing.T) {
+	dir := t.TempDir()
+	rel := &Relation{Schema: "s", Name: "a"}
+	budget := &Budget{Limit: 4000}
+	a := &Spool{Dir: dir, Prefix: "p-", Budget: budget}
+	b := &Spool{Dir: dir, Prefix: "p-", Budget: budget}
+	row := func(i int, sub uint32) Change {
+		return Change{Op: OpInsert, Rel: rel, Sub: sub, New: []Value{{Kind: ValueText, Data: []byte(fmt.Sprint(i))}}}
+	}
+	ddl := Change{Op: OpDDL, Sub: 7, DDL: &DDL{Tag: "ALTER TABLE", Statement: "ALTER TABLE a ADD c int",
+		Tables: []*TableDef{{OID: 5, Name: TableName{Schema: "s", Name: "a"}, Columns: []ColumnDef{{Attnum: 1, Name: "c", Type: 23, TypeMod: -1}}}}}}
+	var wantA, wantB []Change
+	for i := 0; i < 100; i++ {
+		sub := uint32(7)
+		if i%10 == 3 {
+			sub = 9 // a subtransaction rolled back below
+		}
+		c := row(i, sub)
+		if i == 50 {
+			c = ddl
+		}
+		if err := a.Add(c); err != nil {
+			t.Fatal(err)
+		}
+		if sub != 9 {
+			wantA = append(wantA, c)
+		}
+		if err := b.Add(row(i, 0)); err != nil {
+			t.Fatal(err)
+		}
+		wantB = append(wantB, row(i, 0))
+		if budget.Used() > budget.Limit {
+			t.Fatalf("spools hold %d bytes in memory, budget %d", budget.Used(), budget.Limit)
+		}
+	}
+	if !a.Spilled() || !b.Spilled() {
+		t.Fatalf("the shared budget did not make both spill: %v %v", a.Spilled(), b.Spilled())
+	}
+	a.DropSub(9)
+	if a.Len() != len(wantA) {
+		t.Fatalf("len %d after dropping a subtransaction, want %d", a.Len(), len(wantA))
+	}
+	for _, tc := range []struct {
+		s    *Spool
+		want []Change
+	}{{a, wantA}, {b, wantB}} {
+		var got []Change
+		if err := tc.s.Replay(16, func(cs []Change) error { got = append(got, cs...); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Fatalf("replayed %d changes, want %d (or they differ)", len(got), len(tc.want))
+		}
+		if err := tc.s.Reset(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if budget.Used() != 0 {
+		t.Errorf("budget holds %d bytes after both spools were reset", budget.Used())
+	}
+	// In memory only: dropping frees the budget at once.
+	c := &Spool{Budget: &Budget{Limit: 1 << 20}}
+	for i := 0; i < 10; i++ {
+		c.Add(row(i, uint32(i%2+1)))
+	}
+	before := c.Budget.Used()
+	c.DropSub(2)
+	if c.Len() != 5 || c.Budget.Used() >= before {
+		t.Errorf("after dropping in memory: len %d, used %d (was %d)", c.Len(), c.Budget.Used(), before)
+	}
+}

@@ -63,6 +63,9 @@ type Target struct {
 	inTx  bool
 	batch batch
 	run   run
+
+	streams          map[uint32]*stream // transactions streamed while in progress, by xid (stream.go)
+	readCommittedSet bool               // the session was asked for READ COMMITTED (stream.go)
 }
 
 var _ apply.Target = (*Target)(nil)
@@ -90,12 +93,9 @@ func (t *Target) Open(ctx context.Context) (checkpoint.Row, error) {
 		}
 	}
 	if t.conn == nil {
-		s, err := Connect(ctx, t.cfg.DSN)
-		if err != nil {
+		if err := t.connect(ctx); err != nil {
 			return checkpoint.Row{}, err
 		}
-		t.db, t.conn, t.maria, t.maxPacket = s.DB, s.Conn, s.Maria, s.MaxPacket
-		t.forgetTables()
 	}
 	if err := t.Rollback(ctx); err != nil {
 		return checkpoint.Row{}, err
@@ -108,8 +108,21 @@ func (t *Target) Open(ctx context.Context) (checkpoint.Row, error) {
 	return cp, err
 }
 
-// Close drops the connection.
-func (t *Target) Close(context.Context) {
+// connect opens the writer's session; nothing is learned about tables yet.
+func (t *Target) connect(ctx context.Context) error {
+	s, err := Connect(ctx, t.cfg.DSN)
+	if err != nil {
+		return err
+	}
+	t.db, t.conn, t.maria, t.maxPacket = s.DB, s.Conn, s.Maria, s.MaxPacket
+	t.readCommittedSet = false
+	t.forgetTables()
+	return nil
+}
+
+// Close drops the connection, and those of streamed transactions.
+func (t *Target) Close(ctx context.Context) {
+	t.closeStreams(ctx)
 	if t.conn != nil {
 		t.conn.Close()
 		t.db.Close()
@@ -163,11 +176,9 @@ func (s Session) close() {
 }
 
 // Apply writes changes of txn into the open transaction.
-func (t *Target) Apply(ctx context.Context, txn *source.Txn, changes []source.Change) error {
-	if !t.inTx {
-		t.batch.begin = true
-		t.inTx = true
-	}
+func (t *Target) Apply(ctx context.Context, txn *source.Txn, changes []source.Change) (err error) {
+	defer func() { err = t.lockHint(err) }()
+	t.begin()
 	for i := range changes {
 		c := &changes[i]
 		if err := t.change(ctx, txn, c); err != nil {
@@ -175,6 +186,14 @@ func (t *Target) Apply(ctx context.Context, txn *source.Txn, changes []source.Ch
 		}
 	}
 	return nil
+}
+
+// begin opens the transaction with the next batch unless one is open.
+func (t *Target) begin() {
+	if !t.inTx {
+		t.batch.begin = true
+		t.inTx = true
+	}
 }
 
 func (t *Target) change(ctx context.Context, txn *source.Txn, c *source.Change) error {
@@ -364,7 +383,8 @@ func (t *Target) maybeFlush(ctx context.Context) error {
 
 // Commit writes the checkpoint and commits; with no transaction open it
 // writes the checkpoint alone.
-func (t *Target) Commit(ctx context.Context, cp checkpoint.Row) error {
+func (t *Target) Commit(ctx context.Context, cp checkpoint.Row) (err error) {
+	defer func() { err = t.lockHint(err) }()
 	if err := t.endRun(ctx); err != nil {
 		return err
 	}

@@ -57,6 +57,8 @@ type Target struct {
 	batch batch
 	run   insertRun
 	args  [][]byte // scratch parameter list, reused row after row
+
+	streams map[uint32]*stream // transactions streamed while in progress, by xid (stream.go)
 }
 
 var _ apply.Target = (*Target)(nil)
@@ -87,19 +89,9 @@ func (t *Target) Open(ctx context.Context) (checkpoint.Row, error) {
 		t.Close(ctx)
 	}
 	if t.conn == nil {
-		conn, err := Connect(ctx, t.cfg.DSN)
-		if err != nil {
+		if err := t.connect(ctx); err != nil {
 			return checkpoint.Row{}, err
 		}
-		// Like PostgreSQL's apply worker: ordinary triggers and foreign key
-		// checks do not fire for replicated rows.
-		if _, err := conn.Exec(ctx, "SET session_replication_role = replica"); err != nil {
-			conn.Close(ctx)
-			return checkpoint.Row{}, fmt.Errorf("target: set session_replication_role = replica (the target user must be a superuser): %w", err)
-		}
-		t.conn = conn
-		t.forgetTables()
-		t.stmts = map[string]string{}
 	}
 	if t.inTx {
 		if err := t.Rollback(ctx); err != nil {
@@ -114,9 +106,29 @@ func (t *Target) Open(ctx context.Context) (checkpoint.Row, error) {
 	return cp, err
 }
 
-// Close drops the connection; an open transaction is rolled back by the
-// server.
+// connect opens the writer's session: decant's settings, nothing learned
+// about tables or statements yet.
+func (t *Target) connect(ctx context.Context) error {
+	conn, err := Connect(ctx, t.cfg.DSN)
+	if err != nil {
+		return err
+	}
+	// Like PostgreSQL's apply worker: ordinary triggers and foreign key
+	// checks do not fire for replicated rows.
+	if _, err := conn.Exec(ctx, "SET session_replication_role = replica"); err != nil {
+		conn.Close(ctx)
+		return fmt.Errorf("target: set session_replication_role = replica (the target user must be a superuser): %w", err)
+	}
+	t.conn = conn
+	t.forgetTables()
+	t.stmts = map[string]string{}
+	return nil
+}
+
+// Close drops the connection, and those of streamed transactions; open
+// transactions are rolled back by the server.
 func (t *Target) Close(ctx context.Context) {
+	t.closeStreams(ctx)
 	if t.conn != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
 		t.conn.Close(cctx)
@@ -129,10 +141,7 @@ func (t *Target) Close(ctx context.Context) {
 
 // Apply writes changes of txn into the open transaction.
 func (t *Target) Apply(ctx context.Context, txn *source.Txn, changes []source.Change) error {
-	if !t.inTx {
-		t.batch.add("BEGIN", nil, apply.Origin{Op: "begin", Txn: txn, Expect: -1})
-		t.inTx = true
-	}
+	t.begin(txn)
 	for i := range changes {
 		c := &changes[i]
 		if err := t.change(ctx, txn, c); err != nil {
@@ -140,6 +149,15 @@ func (t *Target) Apply(ctx context.Context, txn *source.Txn, changes []source.Ch
 		}
 	}
 	return nil
+}
+
+// begin opens the transaction (as the batch's first statement) unless
+// one is open.
+func (t *Target) begin(txn *source.Txn) {
+	if !t.inTx {
+		t.batch.add("BEGIN", nil, apply.Origin{Op: "begin", Txn: txn, Expect: -1})
+		t.inTx = true
+	}
 }
 
 func (t *Target) change(ctx context.Context, txn *source.Txn, c *source.Change) error {

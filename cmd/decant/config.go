@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -39,6 +40,14 @@ type config struct {
 	OnUnsupportedDDL string `yaml:"on_unsupported_ddl"`
 	LogLevel         string `yaml:"log_level"`
 	LogJSON          bool   `yaml:"log_json"`
+	// MaxTxnMemory bounds the decoded changes held in memory, over all
+	// transactions waiting for their commit; past it they spill to
+	// files in SpillDir.
+	MaxTxnMemory string `yaml:"max_txn_memory"`
+	SpillDir     string `yaml:"spill_dir"`
+	// StreamApply is how in-progress transactions streamed by a
+	// PostgreSQL source are applied: spool (at commit) or immediate.
+	StreamApply string `yaml:"stream_apply"`
 
 	// SourceKind is postgres, gaussdb or opengauss; by default from the
 	// DSN's scheme. SourceOptions are GaussDB decoding options.
@@ -50,6 +59,7 @@ type config struct {
 	rules   []mapping.Rule
 	columns map[source.TableName]mapping.ColumnRules
 	policy  mapping.Policy
+	memory  int // MaxTxnMemory in bytes
 }
 
 // sourceSpec is the source in the config file: a DSN string, or a
@@ -134,6 +144,15 @@ func addMappingFlags(cmd *cobra.Command, f *flags) {
 	fs.StringVar(&f.values.OnUnsupportedDDL, "on-unsupported-ddl", "", "what to do with a schema change decant cannot translate: stop or skip (default stop; skip records it on the target)")
 }
 
+// addStreamFlags adds the flags that bound what run holds in memory and
+// say how streamed transactions are applied.
+func addStreamFlags(cmd *cobra.Command, f *flags) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.values.MaxTxnMemory, "max-txn-memory", "", "decoded changes held in memory over all transactions waiting for their commit, before they spill to --spill-dir (default 64MiB)")
+	fs.StringVar(&f.values.SpillDir, "spill-dir", "", "directory for spill files (default the system's temporary directory)")
+	fs.StringVar(&f.values.StreamApply, "stream-apply", "", "in-progress transactions streamed by PostgreSQL: spool (apply at commit) or immediate (apply as they arrive, in an open target transaction) (default spool)")
+}
+
 type tableFlag tableList
 
 func (t *tableFlag) String() string     { return string(*t) }
@@ -192,6 +211,11 @@ func (f *flags) load(cmd *cobra.Command) (config, error) {
 	if fs.Lookup("map") != nil {
 		set("on-unrepresentable", &c.OnUnrepresentable, f.values.OnUnrepresentable)
 		set("on-unsupported-ddl", &c.OnUnsupportedDDL, f.values.OnUnsupportedDDL)
+	}
+	if fs.Lookup("max-txn-memory") != nil {
+		set("max-txn-memory", &c.MaxTxnMemory, f.values.MaxTxnMemory)
+		set("spill-dir", &c.SpillDir, f.values.SpillDir)
+		set("stream-apply", &c.StreamApply, f.values.StreamApply)
 	}
 	if fs.Lookup("map") != nil && fs.Changed("map") {
 		c.Map = f.values.Map
@@ -279,7 +303,41 @@ func (c *config) validate() error {
 	default:
 		return usagef("invalid --log-level %q: use debug, info, warn or error", c.LogLevel)
 	}
+	if c.MaxTxnMemory == "" {
+		c.MaxTxnMemory = "64MiB"
+	}
+	if c.memory, err = parseBytes(c.MaxTxnMemory); err != nil || c.memory < 1<<20 {
+		return usagef("invalid --max-txn-memory %q: give a size of at least 1MiB, like 64MiB or 1GiB", c.MaxTxnMemory)
+	}
+	if c.SpillDir != "" {
+		if st, err := os.Stat(c.SpillDir); err != nil || !st.IsDir() {
+			return usagef("--spill-dir %s is not a directory decant can use: create it (decant removes only its own spill files there)", c.SpillDir)
+		}
+	}
+	switch c.StreamApply {
+	case "":
+		c.StreamApply = "spool"
+	case "spool", "immediate":
+	default:
+		return usagef("invalid --stream-apply %q: use spool or immediate", c.StreamApply)
+	}
 	return nil
+}
+
+// parseBytes reads a size: a number with an optional unit B, KiB, MiB,
+// GiB (or kB, MB, GB, taken as powers of 1024 like PostgreSQL's).
+func parseBytes(s string) (int, error) {
+	num := strings.TrimRight(s, "BbKkMmGgIi")
+	n, err := strconv.ParseUint(strings.TrimSpace(num), 10, 40)
+	if err != nil {
+		return 0, err
+	}
+	unit := strings.ToLower(strings.TrimSpace(s[len(num):]))
+	shift, ok := map[string]uint{"": 0, "b": 0, "kb": 10, "kib": 10, "k": 10, "mb": 20, "mib": 20, "m": 20, "gb": 30, "gib": 30, "g": 30}[unit]
+	if !ok {
+		return 0, fmt.Errorf("unknown unit %q", unit)
+	}
+	return int(n << shift), nil
 }
 
 // sourceKind is the kind of source: --source-kind, else the DSN's scheme.

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,6 +29,7 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 				return err
 			}
 			log := logger(c)
+			limitMemory(c.memory)
 			var reader apply.Source
 			if c.gaussSource() {
 				reader, err = gaussReader(c, log)
@@ -34,6 +37,7 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 				reader, err = pgoutput.NewReader(pgoutput.Config{
 					DSN: c.Source, Slot: c.Pipeline, Publication: c.Pipeline, Pipeline: c.Pipeline, Logger: log,
 					DescribeTypes: c.mysqlTarget(),
+					MaxTxnMemory:  c.memory, SpillDir: c.SpillDir, StreamApply: c.StreamApply,
 				})
 			}
 			if err != nil {
@@ -49,7 +53,21 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 	}
 	addFlags(cmd, &f, true) // GaussDB sources decode --tables (white-table-list); PostgreSQL ones keep it in the publication
 	addMappingFlags(cmd, &f)
+	addStreamFlags(cmd, &f)
 	cmd.Flags().BoolVar(&catchUp, "catch-up", false, "exit 0 once everything committed on the source before the start is applied")
 	cmd.Flags().DurationVar(&slotWait, "slot-wait", 60*time.Second, "how long to keep retrying while the slot is held by another session before giving up")
 	return cmd
+}
+
+// limitMemory sets the Go runtime's soft memory limit to what decant may
+// hold for transactions waiting for their commit (--max-txn-memory) plus
+// 64 MiB for everything else (buffered chunks, statements, the runtime),
+// so that the garbage collector keeps the process near that size instead
+// of letting the heap grow to twice what is live. GOMEMLIMIT, when set,
+// wins.
+func limitMemory(txnMemory int) {
+	if _, ok := os.LookupEnv("GOMEMLIMIT"); ok {
+		return
+	}
+	debug.SetMemoryLimit(int64(txnMemory) + 64<<20)
 }

@@ -289,6 +289,9 @@ func (s *stream) commit(ctx context.Context, r *Record) error {
 	if end == 0 {
 		return fmt.Errorf("COMMIT of xid %d carries no position", txn.Xid)
 	}
+	if s.spool.Spilled() {
+		s.r.log.Info("large transaction spilled to disk", "xid", txn.Xid, "changes", s.spool.Len())
+	}
 	sent := 0
 	err := s.spool.Replay(chunkChanges, func(cs []source.Change) error {
 		sent += len(cs)

@@ -186,8 +186,12 @@ func EnsureSlot(ctx context.Context, conn *pgx.Conn, slot string) (source.LSN, b
 	case !errors.Is(err, pgx.ErrNoRows):
 		return 0, false, fmt.Errorf("read slot %s: %w", slot, err)
 	}
+	// Two-phase decoding (PostgreSQL 15 and later, protocol 3) is a
+	// property of the slot, set when it is made: prepared transactions
+	// then arrive at PREPARE and are held until COMMIT PREPARED.
 	var lsn source.LSN
-	err = conn.QueryRow(ctx, `SELECT lsn::text FROM pg_create_logical_replication_slot($1, 'pgoutput')`, slot).Scan(&lsn)
+	err = conn.QueryRow(ctx, `SELECT lsn::text FROM pg_create_logical_replication_slot($1, 'pgoutput',
+		twophase => current_setting('server_version_num')::int >= 150000)`, slot).Scan(&lsn)
 	if err != nil {
 		return 0, false, fmt.Errorf("create slot %s: %w", slot, err)
 	}

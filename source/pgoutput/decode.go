@@ -1,17 +1,26 @@
 // Package pgoutput reads PostgreSQL logical replication from a pgoutput
-// slot (protocol version 1, see "Logical Replication Message Formats" in the
-// PostgreSQL manual) and delivers committed transactions as source.Chunks.
+// slot (see "Logical Replication Message Formats" in the PostgreSQL manual)
+// and delivers committed transactions as source.Chunks.
 //
-// Messages are parsed by github.com/jackc/pglogrepl; this package keeps the
-// relation cache, checks the order of messages and turns them into decant's
-// vocabulary. The replication connection (slot, publication, feedback) is in
-// stream.go; setup and status queries in admin.go.
+// The decoder reads protocol versions 1 to 4: version 2 (PostgreSQL 14)
+// adds the streaming of in-progress transactions, 3 (PostgreSQL 15) the
+// decoding of prepared transactions at PREPARE TRANSACTION, 4 (PostgreSQL
+// 16) the abort position of a streamed transaction for parallel apply.
+//
+// Data messages are parsed by github.com/jackc/pglogrepl; the fixed-layout
+// streaming and two-phase control messages by the readers at the end of
+// this file. This package keeps the relation cache, checks the order of
+// messages and turns them into decant's vocabulary. The replication
+// connection (slot, publication, feedback) is in stream.go; setup and
+// status queries in admin.go.
 package pgoutput
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pglogrepl"
 
@@ -28,9 +37,26 @@ type EventKind uint8
 const (
 	EventNone     EventKind = iota // bookkeeping only (relation, type, origin)
 	EventBegin                     // Event.Txn starts
-	EventChange                    // Event.Change belongs to the open transaction
+	EventChange                    // Event.Change belongs to the open transaction, or in a stream block to streamed transaction Event.Xid
 	EventCommit                    // the open transaction ends; Event.End is its end position
 	EventRelation                  // a table's shape was announced; Event.Rel is the new Relation
+
+	// Protocol 2: streamed (in-progress) transactions. Their changes come
+	// in blocks between Stream Start and Stream Stop, blocks of several
+	// transactions interleave, and the transaction ends with a Stream
+	// Commit or Stream Abort outside any block.
+	EventStreamStart  // a block of a streamed transaction starts: Event.Xid (top-level xid), Event.First (first block of this xid)
+	EventStreamStop   // the block ends
+	EventStreamCommit // streamed transaction Event.Txn committed (Txn.Xid, Txn.Commit = commit LSN, Txn.CommitTime); Event.End = end LSN
+	EventStreamAbort  // Event.Xid (top-level) aborted, or only its subtransaction Event.Sub when Sub != Xid
+
+	// Protocol 3: two-phase transactions, decoded at PREPARE TRANSACTION
+	// and finished later by COMMIT PREPARED or ROLLBACK PREPARED.
+	EventBeginPrepare     // a prepared transaction starts (like Begin): Event.Txn (Xid, Commit = the prepare LSN, CommitTime = prepare time), Event.GID
+	EventPrepare          // it was prepared: Event.Txn (the same *Txn as its Begin Prepare), Event.End (end LSN), Event.GID
+	EventCommitPrepared   // Event.Xid, Event.GID committed: Event.Txn is a NEW *Txn{Xid, Commit: commit LSN, CommitTime}, Event.End = end LSN of the commit
+	EventRollbackPrepared // Event.Xid, Event.GID rolled back; Event.End = the rollback's end LSN
+	EventStreamPrepare    // streamed transaction Event.Xid prepared: Event.Txn (Xid, Commit = prepare LSN, CommitTime = prepare time), Event.End, Event.GID
 )
 
 // Event is one decoded message.
@@ -40,6 +66,19 @@ type Event struct {
 	Change source.Change
 	End    source.LSN
 	Rel    *source.Relation
+
+	// Xid is the top-level transaction a streaming or two-phase event is
+	// about, and for a change inside a stream block the streamed
+	// transaction it belongs to (Change.Sub then holds the subtransaction
+	// xid the change carried). 0 for protocol 1's events.
+	Xid uint32
+	// Sub is the transaction a Stream Abort rolls back: Xid itself, or one
+	// of its subtransactions (ROLLBACK TO SAVEPOINT).
+	Sub uint32
+	// First marks a Stream Start that opens the first block of Xid.
+	First bool
+	// GID is the transaction identifier given to PREPARE TRANSACTION.
+	GID string
 }
 
 // Decoder turns pgoutput messages into Events. It is a pure state machine:
@@ -49,18 +88,46 @@ type Decoder struct {
 	// slot of the database receives every pipeline's.
 	Pipeline string
 
-	rels  map[uint32]*source.Relation
-	types map[uint32]string // non-built-in type OID → schema-qualified name
-	txn   *source.Txn       // open transaction, nil between COMMIT and BEGIN
+	protocol int // negotiated protocol version; 0 reads as 1
+	rels     map[uint32]*source.Relation
+	types    map[uint32]string // non-built-in type OID → schema-qualified name
+	txn      *source.Txn       // open BEGIN'd or Begin Prepare'd transaction, nil between them
+	gid      string            // GID of txn when Begin Prepare opened it
+	prepared bool              // Begin Prepare opened txn: Prepare ends it, not Commit
+
+	// A stream block is open between Stream Start and Stream Stop; stream
+	// is its top-level xid. Nothing else is kept about streamed
+	// transactions but the origin their first block announced, by xid,
+	// until they commit, prepare or abort: which xids are in progress is
+	// the consumer's business, and a decoder started mid-way through a
+	// streamed transaction must accept its later blocks.
+	inStream bool
+	stream   uint32
+	origins  map[uint32]string
 }
 
-// NewDecoder returns a decoder with an empty relation cache.
+// NewDecoder returns a decoder with an empty relation cache, reading
+// protocol version 1.
 func NewDecoder() *Decoder {
 	return &Decoder{rels: map[uint32]*source.Relation{}, types: map[uint32]string{}}
 }
 
-// InTxn reports whether a transaction is open (BEGIN seen, COMMIT not yet).
+// SetProtocol tells the decoder the protocol version negotiated with
+// START_REPLICATION (proto_version): 1 to 4, where 0 means 1. Messages a
+// version does not define are malformed. With any other value every
+// Decode fails.
+func (d *Decoder) SetProtocol(v int) { d.protocol = v }
+
+// version is the protocol version in force.
+func (d *Decoder) version() int { return max(d.protocol, 1) }
+
+// InTxn reports whether a transaction is open: BEGIN or Begin Prepare
+// seen, COMMIT or Prepare not yet.
 func (d *Decoder) InTxn() bool { return d.txn != nil }
+
+// InStream reports whether a block of a streamed transaction is open:
+// Stream Start seen, Stream Stop not yet.
+func (d *Decoder) InStream() bool { return d.inStream }
 
 // TypeName returns the name the stream announced for a non-built-in type.
 func (d *Decoder) TypeName(oid uint32) (string, bool) {
@@ -71,21 +138,72 @@ func (d *Decoder) TypeName(oid uint32) (string, bool) {
 // Decode decodes one pgoutput message (the payload of an XLogData message).
 // The returned Change does not alias data.
 func (d *Decoder) Decode(data []byte) (ev Event, err error) {
-	msg, err := parse(data)
+	if d.protocol < 0 || d.protocol > 4 {
+		return Event{}, fmt.Errorf("pgoutput protocol version %d is not supported (1 to 4)", d.protocol)
+	}
+	if len(data) == 0 {
+		return Event{}, fmt.Errorf("%w: empty message", ErrMalformed)
+	}
+	if decode, since := control(data[0]); decode != nil {
+		if d.version() < since {
+			return Event{}, fmt.Errorf("%w: message type %q is defined from protocol version %d, not in version %d", ErrMalformed, data[0], since, d.version())
+		}
+		return decode(d, data)
+	}
+	msg, xid, err := parse(data, d.inStream)
 	if err != nil {
 		return Event{}, err
 	}
+	size := len(data)
+	if d.inStream {
+		size -= 4 // the xid
+	}
+	ev, err = d.data(msg, data[0], size)
+	if err != nil {
+		return Event{}, err
+	}
+	if d.inStream && ev.Kind == EventChange {
+		ev.Xid, ev.Change.Sub = d.stream, xid
+	}
+	return ev, nil
+}
+
+// control returns the decoding function of a streaming or two-phase control
+// message and the protocol version that introduced it; nil for the others.
+func control(kind byte) (decode func(*Decoder, []byte) (Event, error), since int) {
+	switch kind {
+	case 'S':
+		return (*Decoder).streamStart, 2
+	case 'E':
+		return (*Decoder).streamStop, 2
+	case 'c':
+		return (*Decoder).streamCommit, 2
+	case 'A':
+		return (*Decoder).streamAbort, 2
+	case 'b':
+		return (*Decoder).beginPrepare, 3
+	case 'P':
+		return (*Decoder).prepare, 3
+	case 'K':
+		return (*Decoder).commitPrepared, 3
+	case 'r':
+		return (*Decoder).rollbackPrepared, 3
+	case 'p':
+		return (*Decoder).streamPrepare, 3
+	}
+	return nil, 0
+}
+
+// data handles the messages pglogrepl parses. size is the message's length
+// without a stream block's xid.
+func (d *Decoder) data(msg pglogrepl.Message, kind byte, size int) (Event, error) {
 	switch m := msg.(type) {
 	case *pglogrepl.BeginMessage:
 		return d.begin(m)
 	case *pglogrepl.CommitMessage:
 		return d.commit(m)
 	case *pglogrepl.OriginMessage:
-		if d.txn == nil {
-			return Event{}, fmt.Errorf("%w: origin message outside a transaction", ErrMalformed)
-		}
-		d.txn.Origin = m.Name
-		return Event{}, nil
+		return d.origin(m)
 	case *pglogrepl.RelationMessage:
 		return Event{Kind: EventRelation, Rel: d.relation(m)}, nil
 	case *pglogrepl.TypeMessage:
@@ -102,39 +220,80 @@ func (d *Decoder) Decode(data []byte) (ev Event, err error) {
 	case *pglogrepl.LogicalDecodingMessage:
 		// Sent with the "messages" option: decant's DDL capture (ddl.go)
 		// becomes an OpDDL change; other messages are ignored.
-		return d.message(m, len(data))
+		if d.inStream {
+			return d.streamMessage(m, size)
+		}
+		return d.message(m, size)
 	}
-	return Event{}, fmt.Errorf("%w: unexpected message type %q", ErrMalformed, data[0])
+	return Event{}, fmt.Errorf("%w: unexpected message type %q", ErrMalformed, kind)
 }
 
 // parse wraps pglogrepl.Parse, which indexes its input without bounds checks:
 // a truncated message would panic inside it, so a panic is turned back into
-// the error it stands for.
-func parse(data []byte) (msg pglogrepl.Message, err error) {
-	if len(data) == 0 {
-		return nil, fmt.Errorf("%w: empty message", ErrMalformed)
-	}
-	if err := checkLengths(data); err != nil {
-		return nil, err
+// the error it stands for. Inside a stream block the data messages carry
+// the xid of their (sub)transaction after the type byte; pglogrepl.ParseV2
+// reads it, and parse returns it as xid.
+func parse(data []byte, inStream bool) (msg pglogrepl.Message, xid uint32, err error) {
+	if err := checkLengths(data, inStream); err != nil {
+		return nil, 0, err
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			msg, err = nil, fmt.Errorf("%w: message type %q truncated (%d bytes)", ErrMalformed, data[0], len(data))
+			msg, xid, err = nil, 0, fmt.Errorf("%w: message type %q truncated (%d bytes)", ErrMalformed, data[0], len(data))
 		}
 	}()
-	msg, err = pglogrepl.Parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("%w: message type %q: %v", ErrMalformed, data[0], err)
+	if inStream {
+		msg, err = pglogrepl.ParseV2(data, true)
+	} else {
+		msg, err = pglogrepl.Parse(data)
 	}
-	return msg, nil
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: message type %q: %v", ErrMalformed, data[0], err)
+	}
+	msg, xid = unwrapV2(msg)
+	return msg, xid, nil
+}
+
+// unwrapV2 returns the protocol 1 message inside one of ParseV2's, and the
+// xid it carried.
+func unwrapV2(msg pglogrepl.Message) (pglogrepl.Message, uint32) {
+	switch m := msg.(type) {
+	case *pglogrepl.RelationMessageV2:
+		return &m.RelationMessage, m.Xid
+	case *pglogrepl.TypeMessageV2:
+		return &m.TypeMessage, m.Xid
+	case *pglogrepl.InsertMessageV2:
+		return &m.InsertMessage, m.Xid
+	case *pglogrepl.UpdateMessageV2:
+		return &m.UpdateMessage, m.Xid
+	case *pglogrepl.DeleteMessageV2:
+		return &m.DeleteMessage, m.Xid
+	case *pglogrepl.TruncateMessageV2:
+		return &m.TruncateMessage, m.Xid
+	case *pglogrepl.LogicalDecodingMessageV2:
+		return &m.LogicalDecodingMessage, m.Xid
+	}
+	return msg, 0
 }
 
 func (d *Decoder) begin(m *pglogrepl.BeginMessage) (Event, error) {
-	if d.txn != nil {
-		return Event{}, fmt.Errorf("%w: BEGIN of xid %d inside open xid %d", ErrMalformed, m.Xid, d.txn.Xid)
+	if err := d.idle("BEGIN", m.Xid); err != nil {
+		return Event{}, err
 	}
 	d.txn = &source.Txn{Xid: m.Xid, Commit: source.LSN(m.FinalLSN), CommitTime: m.CommitTime}
 	return Event{Kind: EventBegin, Txn: d.txn}, nil
+}
+
+// idle checks that what opens a transaction or a stream block, or ends a
+// streamed or prepared one, arrives between transactions and blocks.
+func (d *Decoder) idle(what string, xid uint32) error {
+	if d.txn != nil {
+		return fmt.Errorf("%w: %s of xid %d inside open xid %d", ErrMalformed, what, xid, d.txn.Xid)
+	}
+	if d.inStream {
+		return fmt.Errorf("%w: %s of xid %d inside a stream block of xid %d", ErrMalformed, what, xid, d.stream)
+	}
+	return nil
 }
 
 func (d *Decoder) commit(m *pglogrepl.CommitMessage) (Event, error) {
@@ -142,14 +301,43 @@ func (d *Decoder) commit(m *pglogrepl.CommitMessage) (Event, error) {
 	if txn == nil {
 		return Event{}, fmt.Errorf("%w: COMMIT at %s without BEGIN", ErrMalformed, source.LSN(m.CommitLSN))
 	}
+	if d.prepared {
+		return Event{}, fmt.Errorf("%w: COMMIT at %s inside prepared xid %d", ErrMalformed, source.LSN(m.CommitLSN), txn.Xid)
+	}
 	if source.LSN(m.CommitLSN) != txn.Commit {
 		return Event{}, fmt.Errorf("%w: COMMIT of xid %d at %s, BEGIN announced %s", ErrMalformed, txn.Xid, source.LSN(m.CommitLSN), txn.Commit)
 	}
-	if source.LSN(m.TransactionEndLSN) <= txn.Commit {
-		return Event{}, fmt.Errorf("%w: COMMIT of xid %d ends at %s, not after its commit %s", ErrMalformed, txn.Xid, source.LSN(m.TransactionEndLSN), txn.Commit)
+	if err := endsAfter("COMMIT", txn.Xid, source.LSN(m.TransactionEndLSN), txn.Commit); err != nil {
+		return Event{}, err
 	}
 	d.txn = nil
 	return Event{Kind: EventCommit, Txn: txn, End: source.LSN(m.TransactionEndLSN)}, nil
+}
+
+// endsAfter checks that a transaction's end position lies past its commit
+// (or prepare) record.
+func endsAfter(what string, xid uint32, end, commit source.LSN) error {
+	if end <= commit {
+		return fmt.Errorf("%w: %s of xid %d ends at %s, not after its commit %s", ErrMalformed, what, xid, end, commit)
+	}
+	return nil
+}
+
+// origin records the replication origin of the open transaction, or in a
+// stream block of the streamed one (sent in its first block only).
+func (d *Decoder) origin(m *pglogrepl.OriginMessage) (Event, error) {
+	switch {
+	case d.inStream:
+		if d.origins == nil {
+			d.origins = map[uint32]string{}
+		}
+		d.origins[d.stream] = m.Name
+	case d.txn != nil:
+		d.txn.Origin = m.Name
+	default:
+		return Event{}, fmt.Errorf("%w: origin message outside a transaction", ErrMalformed)
+	}
+	return Event{}, nil
 }
 
 func (d *Decoder) relation(m *pglogrepl.RelationMessage) *source.Relation {
@@ -167,24 +355,37 @@ func (d *Decoder) relation(m *pglogrepl.RelationMessage) *source.Relation {
 	return rel
 }
 
+// current returns the transaction a data message belongs to: the top-level
+// xid of the stream block, else the open transaction's.
+func (d *Decoder) current() (xid uint32, ok bool) {
+	switch {
+	case d.inStream:
+		return d.stream, true
+	case d.txn != nil:
+		return d.txn.Xid, true
+	}
+	return 0, false
+}
+
 func (d *Decoder) change(op source.Op, relID uint32, old, new *pglogrepl.TupleData) (Event, error) {
-	if d.txn == nil {
+	xid, ok := d.current()
+	if !ok {
 		return Event{}, fmt.Errorf("%w: %s outside a transaction", ErrMalformed, op)
 	}
 	rel, ok := d.rels[relID]
 	if !ok {
-		return Event{}, fmt.Errorf("%w: %s in xid %d for relation %d that was never announced", ErrMalformed, op, d.txn.Xid, relID)
+		return Event{}, fmt.Errorf("%w: %s in xid %d for relation %d that was never announced", ErrMalformed, op, xid, relID)
 	}
 	c := source.Change{Op: op, Rel: rel}
 	var err error
 	if c.Old, err = row(rel, old); err != nil {
-		return Event{}, fmt.Errorf("%s old row of %s in xid %d: %w", op, rel.Table(), d.txn.Xid, err)
+		return Event{}, fmt.Errorf("%s old row of %s in xid %d: %w", op, rel.Table(), xid, err)
 	}
 	if c.New, err = row(rel, new); err != nil {
-		return Event{}, fmt.Errorf("%s new row of %s in xid %d: %w", op, rel.Table(), d.txn.Xid, err)
+		return Event{}, fmt.Errorf("%s new row of %s in xid %d: %w", op, rel.Table(), xid, err)
 	}
 	if (op != source.OpDelete && c.New == nil) || (op == source.OpDelete && c.Old == nil) {
-		return Event{}, fmt.Errorf("%w: %s of %s in xid %d without a row", ErrMalformed, op, rel.Table(), d.txn.Xid)
+		return Event{}, fmt.Errorf("%w: %s of %s in xid %d without a row", ErrMalformed, op, rel.Table(), xid)
 	}
 	return Event{Kind: EventChange, Change: c}, nil
 }
@@ -217,7 +418,8 @@ func row(rel *source.Relation, t *pglogrepl.TupleData) ([]source.Value, error) {
 }
 
 func (d *Decoder) truncate(m *pglogrepl.TruncateMessage) (Event, error) {
-	if d.txn == nil {
+	xid, ok := d.current()
+	if !ok {
 		return Event{}, fmt.Errorf("%w: truncate outside a transaction", ErrMalformed)
 	}
 	c := source.Change{
@@ -228,42 +430,194 @@ func (d *Decoder) truncate(m *pglogrepl.TruncateMessage) (Event, error) {
 	for _, id := range m.RelationIDs {
 		rel, ok := d.rels[id]
 		if !ok {
-			return Event{}, fmt.Errorf("%w: truncate in xid %d of relation %d that was never announced", ErrMalformed, d.txn.Xid, id)
+			return Event{}, fmt.Errorf("%w: truncate in xid %d of relation %d that was never announced", ErrMalformed, xid, id)
 		}
 		c.Truncated = append(c.Truncated, rel)
 	}
 	if len(c.Truncated) == 0 {
-		return Event{}, fmt.Errorf("%w: truncate in xid %d names no relation", ErrMalformed, d.txn.Xid)
+		return Event{}, fmt.Errorf("%w: truncate in xid %d names no relation", ErrMalformed, xid)
 	}
 	c.Rel = c.Truncated[0]
 	return Event{Kind: EventChange, Change: c}, nil
 }
 
+// streamMessage decodes a logical decoding message inside a stream block.
+// message (ddl.go) reads the open transaction for its checks and errors; a
+// streamed transaction has no Txn until it commits, so one carrying its xid
+// stands in while message runs. No transaction is open in a stream block,
+// so none is displaced.
+func (d *Decoder) streamMessage(m *pglogrepl.LogicalDecodingMessage, size int) (Event, error) {
+	d.txn = &source.Txn{Xid: d.stream}
+	defer func() { d.txn = nil }()
+	return d.message(m, size)
+}
+
+// Streaming (protocol 2).
+
+func (d *Decoder) streamStart(data []byte) (Event, error) {
+	m, err := parseStreamStart(data)
+	if err != nil {
+		return Event{}, err
+	}
+	if err := d.idle("Stream Start", m.xid); err != nil {
+		return Event{}, err
+	}
+	d.inStream, d.stream = true, m.xid
+	return Event{Kind: EventStreamStart, Xid: m.xid, First: m.first}, nil
+}
+
+func (d *Decoder) streamStop(data []byte) (Event, error) {
+	if err := parseStreamStop(data); err != nil {
+		return Event{}, err
+	}
+	if !d.inStream {
+		return Event{}, fmt.Errorf("%w: Stream Stop outside a stream block", ErrMalformed)
+	}
+	d.inStream = false
+	return Event{Kind: EventStreamStop, Xid: d.stream}, nil
+}
+
+func (d *Decoder) streamCommit(data []byte) (Event, error) {
+	m, err := parseStreamCommit(data)
+	if err != nil {
+		return Event{}, err
+	}
+	if err := d.idle("Stream Commit", m.xid); err != nil {
+		return Event{}, err
+	}
+	if err := endsAfter("Stream Commit", m.xid, m.end, m.commit); err != nil {
+		return Event{}, err
+	}
+	txn := &source.Txn{Xid: m.xid, Commit: m.commit, CommitTime: m.at, Origin: d.origins[m.xid]}
+	delete(d.origins, m.xid)
+	return Event{Kind: EventStreamCommit, Txn: txn, End: m.end, Xid: m.xid}, nil
+}
+
+func (d *Decoder) streamAbort(data []byte) (Event, error) {
+	m, err := parseStreamAbort(data, d.version() >= 4)
+	if err != nil {
+		return Event{}, err
+	}
+	if err := d.idle("Stream Abort", m.xid); err != nil {
+		return Event{}, err
+	}
+	if m.sub == m.xid {
+		delete(d.origins, m.xid)
+	}
+	return Event{Kind: EventStreamAbort, Xid: m.xid, Sub: m.sub}, nil
+}
+
+// Two-phase transactions (protocol 3).
+
+func (d *Decoder) beginPrepare(data []byte) (Event, error) {
+	m, err := parseTxnRecord(data, false)
+	if err != nil {
+		return Event{}, err
+	}
+	if err := d.idle("Begin Prepare", m.xid); err != nil {
+		return Event{}, err
+	}
+	if err := endsAfter("Begin Prepare", m.xid, m.end, m.lsn); err != nil {
+		return Event{}, err
+	}
+	d.txn = &source.Txn{Xid: m.xid, Commit: m.lsn, CommitTime: m.at}
+	d.gid, d.prepared = m.gid, true
+	return Event{Kind: EventBeginPrepare, Txn: d.txn, Xid: m.xid, GID: m.gid}, nil
+}
+
+func (d *Decoder) prepare(data []byte) (Event, error) {
+	m, err := parseTxnRecord(data, true)
+	if err != nil {
+		return Event{}, err
+	}
+	txn := d.txn
+	switch {
+	case txn == nil || !d.prepared:
+		return Event{}, fmt.Errorf("%w: Prepare of xid %d at %s without Begin Prepare", ErrMalformed, m.xid, m.lsn)
+	case m.xid != txn.Xid || m.lsn != txn.Commit:
+		return Event{}, fmt.Errorf("%w: Prepare of xid %d at %s, Begin Prepare announced xid %d at %s", ErrMalformed, m.xid, m.lsn, txn.Xid, txn.Commit)
+	case m.gid != d.gid:
+		return Event{}, fmt.Errorf("%w: Prepare of xid %d names GID %q, Begin Prepare %q", ErrMalformed, m.xid, m.gid, d.gid)
+	}
+	if err := endsAfter("Prepare", m.xid, m.end, m.lsn); err != nil {
+		return Event{}, err
+	}
+	d.txn, d.gid, d.prepared = nil, "", false
+	return Event{Kind: EventPrepare, Txn: txn, End: m.end, Xid: m.xid, GID: m.gid}, nil
+}
+
+func (d *Decoder) commitPrepared(data []byte) (Event, error) {
+	m, err := parseTxnRecord(data, true)
+	if err != nil {
+		return Event{}, err
+	}
+	if err := d.idle("Commit Prepared", m.xid); err != nil {
+		return Event{}, err
+	}
+	if err := endsAfter("Commit Prepared", m.xid, m.end, m.lsn); err != nil {
+		return Event{}, err
+	}
+	txn := &source.Txn{Xid: m.xid, Commit: m.lsn, CommitTime: m.at}
+	return Event{Kind: EventCommitPrepared, Txn: txn, End: m.end, Xid: m.xid, GID: m.gid}, nil
+}
+
+func (d *Decoder) rollbackPrepared(data []byte) (Event, error) {
+	m, err := parseRollbackPrepared(data)
+	if err != nil {
+		return Event{}, err
+	}
+	if err := d.idle("Rollback Prepared", m.xid); err != nil {
+		return Event{}, err
+	}
+	return Event{Kind: EventRollbackPrepared, End: m.end, Xid: m.xid, GID: m.gid}, nil
+}
+
+func (d *Decoder) streamPrepare(data []byte) (Event, error) {
+	m, err := parseTxnRecord(data, true)
+	if err != nil {
+		return Event{}, err
+	}
+	if err := d.idle("Stream Prepare", m.xid); err != nil {
+		return Event{}, err
+	}
+	if err := endsAfter("Stream Prepare", m.xid, m.end, m.lsn); err != nil {
+		return Event{}, err
+	}
+	txn := &source.Txn{Xid: m.xid, Commit: m.lsn, CommitTime: m.at, Origin: d.origins[m.xid]}
+	delete(d.origins, m.xid)
+	return Event{Kind: EventStreamPrepare, Txn: txn, End: m.end, Xid: m.xid, GID: m.gid}, nil
+}
+
 // checkLengths walks the length-prefixed parts of the messages whose sizes
 // come from the wire (tuple values, truncate relation lists) and refuses a
 // message whose lengths point past its end, before pglogrepl allocates
-// buffers of those sizes.
-func checkLengths(data []byte) error {
+// buffers of those sizes. Inside a stream block these messages carry a
+// 4-byte xid after the type byte.
+func checkLengths(data []byte, inStream bool) error {
 	bad := func(what string) error {
 		return fmt.Errorf("%w: message type %q: %s runs past the end of the message (%d bytes)", ErrMalformed, data[0], what, len(data))
 	}
+	off := 1 // past the type byte and, in a stream block, the xid
+	if inStream {
+		off += 4
+	}
 	switch data[0] {
 	case 'I':
-		return checkTuples(data, 1+4, 1, bad)
+		return checkTuples(data, off+4, 1, bad)
 	case 'U':
 		tuples := 1
-		if len(data) > 5 && (data[5] == 'K' || data[5] == 'O') {
+		if k := off + 4; len(data) > k && (data[k] == 'K' || data[k] == 'O') {
 			tuples = 2
 		}
-		return checkTuples(data, 1+4, tuples, bad)
+		return checkTuples(data, off+4, tuples, bad)
 	case 'D':
-		return checkTuples(data, 1+4, 1, bad)
+		return checkTuples(data, off+4, 1, bad)
 	case 'T':
-		if len(data) < 1+4+1 {
+		if len(data) < off+4+1 {
 			return bad("truncate header")
 		}
-		n := uint64(binary.BigEndian.Uint32(data[1:]))
-		if uint64(len(data)) < 1+4+1+4*n {
+		n := uint64(binary.BigEndian.Uint32(data[off:]))
+		if uint64(len(data)) < uint64(off)+4+1+4*n {
 			return bad("truncate relation list")
 		}
 	}
@@ -301,4 +655,183 @@ func checkTuples(data []byte, off, count int, bad func(string) error) error {
 		}
 	}
 	return nil
+}
+
+// The control messages of protocols 2 to 4 have fixed layouts, read here
+// rather than by pglogrepl: it does not know the two-phase ones, and it
+// reads the others without checking that the message ends where the layout
+// does, which tells the two forms of Stream Abort apart. Flags bytes are
+// unused by every version so far and, as for Commit, ignored.
+
+// streamStart is Stream Start ('S'): Int32 xid, Int8 1 for the first block
+// of the transaction, else 0.
+type streamStart struct {
+	xid   uint32
+	first bool
+}
+
+func parseStreamStart(data []byte) (streamStart, error) {
+	r := fields{data: data, off: 1}
+	m := streamStart{xid: r.u32()}
+	first := r.u8()
+	if err := r.end(); err != nil {
+		return streamStart{}, err
+	}
+	if first > 1 {
+		return streamStart{}, fmt.Errorf("%w: Stream Start of xid %d has first-block flag %d", ErrMalformed, m.xid, first)
+	}
+	m.first = first == 1
+	return m, nil
+}
+
+// parseStreamStop checks Stream Stop ('E'), which has no fields.
+func parseStreamStop(data []byte) error {
+	r := fields{data: data, off: 1}
+	return r.end()
+}
+
+// streamCommit is Stream Commit ('c'): Int32 xid, Int8 flags, Int64 commit
+// LSN, Int64 end LSN, Int64 commit time.
+type streamCommit struct {
+	xid         uint32
+	commit, end source.LSN
+	at          time.Time
+}
+
+func parseStreamCommit(data []byte) (streamCommit, error) {
+	r := fields{data: data, off: 1}
+	m := streamCommit{xid: r.u32()}
+	r.u8() // flags
+	m.commit, m.end, m.at = r.lsn(), r.lsn(), r.time()
+	if err := r.end(); err != nil {
+		return streamCommit{}, err
+	}
+	return m, nil
+}
+
+// streamAbort is Stream Abort ('A'): Int32 xid, Int32 xid of the aborted
+// subtransaction (xid itself for the whole transaction); from protocol 4,
+// when the subscriber asked for streaming = parallel, also Int64 abort LSN
+// and Int64 abort time, which decant does not use.
+type streamAbort struct{ xid, sub uint32 }
+
+func parseStreamAbort(data []byte, v4 bool) (streamAbort, error) {
+	r := fields{data: data, off: 1}
+	m := streamAbort{xid: r.u32(), sub: r.u32()}
+	if v4 && len(data) == 1+4+4+8+8 {
+		r.lsn()
+		r.time()
+	}
+	if err := r.end(); err != nil {
+		return streamAbort{}, err
+	}
+	return m, nil
+}
+
+// txnRecord is the layout Begin Prepare ('b'), Prepare ('P'), Stream
+// Prepare ('p') and Commit Prepared ('K') share: Int8 flags (not in Begin
+// Prepare), Int64 LSN of the prepare (the commit for Commit Prepared),
+// Int64 end LSN, Int64 prepare (commit) time, Int32 xid, String GID.
+type txnRecord struct {
+	lsn, end source.LSN
+	at       time.Time
+	xid      uint32
+	gid      string
+}
+
+func parseTxnRecord(data []byte, flags bool) (txnRecord, error) {
+	r := fields{data: data, off: 1}
+	if flags {
+		r.u8()
+	}
+	m := txnRecord{lsn: r.lsn(), end: r.lsn(), at: r.time(), xid: r.u32(), gid: r.str()}
+	if err := r.end(); err != nil {
+		return txnRecord{}, err
+	}
+	return m, nil
+}
+
+// rollbackPrepared is Rollback Prepared ('r'): Int8 flags, Int64 end LSN
+// of the prepare, Int64 end LSN of the rollback, Int64 prepare time, Int64
+// rollback time, Int32 xid, String GID.
+type rollbackPrepared struct {
+	end source.LSN // of the rollback
+	xid uint32
+	gid string
+}
+
+func parseRollbackPrepared(data []byte) (rollbackPrepared, error) {
+	r := fields{data: data, off: 1}
+	r.u8()  // flags
+	r.lsn() // end of the prepare
+	end := r.lsn()
+	r.time() // prepare time
+	r.time() // rollback time
+	m := rollbackPrepared{end: end, xid: r.u32(), gid: r.str()}
+	if err := r.end(); err != nil {
+		return rollbackPrepared{}, err
+	}
+	return m, nil
+}
+
+// fields reads a message's fields in order. A read past the end yields a
+// zero value and makes end report the message truncated.
+type fields struct {
+	data  []byte
+	off   int
+	short bool
+}
+
+func (r *fields) next(n int) []byte {
+	if r.short || len(r.data)-r.off < n {
+		r.short = true
+		return make([]byte, n)
+	}
+	b := r.data[r.off : r.off+n]
+	r.off += n
+	return b
+}
+
+func (r *fields) u8() byte          { return r.next(1)[0] }
+func (r *fields) u32() uint32       { return binary.BigEndian.Uint32(r.next(4)) }
+func (r *fields) lsn() source.LSN   { return source.LSN(binary.BigEndian.Uint64(r.next(8))) }
+func (r *fields) micros() int64     { return int64(binary.BigEndian.Uint64(r.next(8))) }
+func (r *fields) time() time.Time   { return pgTime(r.micros()) }
+func (r *fields) remaining() []byte { return r.data[min(r.off, len(r.data)):] }
+
+// str reads a NUL-terminated string.
+func (r *fields) str() string {
+	if r.short {
+		return ""
+	}
+	n := bytes.IndexByte(r.remaining(), 0)
+	if n < 0 {
+		r.short = true
+		return ""
+	}
+	s := string(r.data[r.off : r.off+n])
+	r.off += n + 1
+	return s
+}
+
+// end reports a message cut short or running on past its last field.
+func (r *fields) end() error {
+	switch {
+	case r.short:
+		return fmt.Errorf("%w: message type %q truncated (%d bytes)", ErrMalformed, r.data[0], len(r.data))
+	case r.off != len(r.data):
+		return fmt.Errorf("%w: message type %q has %d bytes past its last field", ErrMalformed, r.data[0], len(r.data)-r.off)
+	}
+	return nil
+}
+
+// pgEpochUnix is PostgreSQL's timestamp epoch, 2000-01-01 UTC, in Unix
+// seconds.
+const pgEpochUnix = 946684800
+
+// pgTime converts a PostgreSQL timestamp (microseconds since its epoch)
+// the way pglogrepl does for Begin and Commit, without overflowing for
+// timestamps far from today.
+func pgTime(micros int64) time.Time {
+	return time.Unix(pgEpochUnix+micros/1e6, micros%1e6*1e3)
 }

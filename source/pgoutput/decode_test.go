@@ -772,14 +772,14 @@ func validMessages() []validMessage {
 // must be refused with ErrMalformed, without a panic and without changing
 // the decoder's state.
 func TestDecodeTruncatedInput(t *testing.T) {
-	for _, m := range validMessages() {
+	for _, m := range append(validMessages(), validMessagesV2()...) {
 		t.Run(m.name, func(t *testing.T) {
 			if _, err := m.setup(t).Decode(m.data); err != nil {
 				t.Fatalf("the whole message is refused: %v", err)
 			}
 			for n := 0; n < len(m.data); n++ {
 				d := m.setup(t)
-				was := d.InTxn()
+				wasTxn, wasStream := d.InTxn(), d.InStream()
 				ev, err := decodeNoPanic(d, bytes.Clone(m.data[:n]))
 				if err == nil {
 					t.Errorf("cut at %d of %d bytes: accepted as %+v", n, len(m.data), ev)
@@ -788,8 +788,8 @@ func TestDecodeTruncatedInput(t *testing.T) {
 				if !errors.Is(err, ErrMalformed) {
 					t.Errorf("cut at %d of %d bytes: error %q does not wrap ErrMalformed", n, len(m.data), err)
 				}
-				if d.InTxn() != was {
-					t.Errorf("cut at %d of %d bytes: InTxn() changed to %v", n, len(m.data), d.InTxn())
+				if d.InTxn() != wasTxn || d.InStream() != wasStream {
+					t.Errorf("cut at %d of %d bytes: InTxn() changed to %v, InStream() to %v", n, len(m.data), d.InTxn(), d.InStream())
 				}
 			}
 		})
@@ -812,7 +812,7 @@ func decodeNoPanic(d *Decoder, data []byte) (ev Event, err error) {
 // ErrMalformed, but never panic. Lengths that point past the end are
 // refused before anything is allocated for them.
 func TestDecodeGarbage(t *testing.T) {
-	for _, m := range validMessages() {
+	for _, m := range append(validMessages(), validMessagesV2()...) {
 		t.Run(m.name, func(t *testing.T) {
 			for i := range m.data {
 				for _, b := range []byte{0x00, 0x01, 0x7F, 0x80, 0xFF, 'n', 't', 'b', 'u', 'N', 'K', 'O'} {
@@ -952,53 +952,101 @@ func fuzzRel() []byte {
 		relCol{flags: 1, name: "id", oid: 23, typmod: -1}, relCol{flags: 0, name: "v", oid: 25, typmod: -1})
 }
 
-// FuzzDecode feeds arbitrary bytes to a decoder that is inside a
-// transaction and knows one relation. Errors are fine; panics are not, nor
-// errors that do not wrap ErrMalformed, nor values that alias the input.
-// The checked-in corpus is in testdata/fuzz/FuzzDecode.
+// FuzzDecode feeds arbitrary bytes to decoders that know one relation:
+// one reading protocol 1 inside a transaction, and three reading protocol
+// 4 between transactions, inside a stream block and inside a prepared
+// transaction. Errors are fine; panics are not, nor errors that do not
+// wrap ErrMalformed, nor values that alias the input. The checked-in
+// corpus is in testdata/fuzz/FuzzDecode.
 func FuzzDecode(f *testing.F) {
 	f.Add(insertMsg(ordersID, text("1"), null))
 	f.Add(updateMsg(ordersID, 'O', []val{text("1"), toast}, text("1"), bin("")))
 	f.Add(truncateMsg(3, ordersID, ordersID))
+	for _, m := range validMessagesV2() {
+		f.Add(m.data)
+	}
+	f.Add(streamed(xid2, insertMsg(ordersID, text("1"), null)))
+	f.Add(streamed(sub2, updateMsg(ordersID, 'K', []val{text("1"), null}, text("2"), toast)))
+	f.Add(streamed(sub2, deleteMsg(ordersID, 'O', text("1"), bin("\x00"))))
+	f.Add(streamed(sub2, truncateMsg(1, ordersID)))
+	f.Add(prepareMsg(prepare1, prepEnd1, time2, xid2, gid1))
+	f.Add(streamAbortParallelMsg(xid2, sub2, commit2, time2))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		d := NewDecoder()
-		mustDecode(t, d, beginTxn())
-		mustDecode(t, d, fuzzRel())
-		in := bytes.Clone(data)
-		ev, err := d.Decode(in)
-		if err != nil {
-			var capture *CaptureError
-			if !errors.Is(err, ErrMalformed) && !errors.As(err, &capture) {
-				t.Fatalf("error does not wrap ErrMalformed: %v", err)
+		for _, s := range fuzzStates() {
+			d := NewDecoder()
+			d.SetProtocol(s.protocol)
+			mustDecode(t, d, fuzzRel())
+			for _, m := range s.msgs {
+				mustDecode(t, d, m)
 			}
-			return
-		}
-		if ev.Kind != EventChange || ev.Change.Op == source.OpDDL {
-			return
-		}
-		c := ev.Change
-		if c.Rel == nil {
-			t.Fatal("change without a relation")
-		}
-		if c.Op == source.OpTruncate {
-			if len(c.Truncated) == 0 || c.Rel != c.Truncated[0] {
-				t.Fatalf("truncate relations %v, Rel %v", c.Truncated, c.Rel)
-			}
-			return
-		}
-		old, new := cloneRow(c.Old), cloneRow(c.New)
-		for _, row := range [][]source.Value{c.Old, c.New} {
-			if row != nil && len(row) != len(c.Rel.Columns) {
-				t.Fatalf("%d values for %d columns", len(row), len(c.Rel.Columns))
-			}
-		}
-		for i := range in {
-			in[i] ^= 0xFF
-		}
-		if !reflect.DeepEqual(c.Old, old) || !reflect.DeepEqual(c.New, new) {
-			t.Fatal("decoded values alias the input")
+			checkFuzzed(t, d, data)
 		}
 	})
+}
+
+// fuzzStates are the decoder states FuzzDecode starts from.
+func fuzzStates() []struct {
+	protocol int
+	msgs     [][]byte
+} {
+	return []struct {
+		protocol int
+		msgs     [][]byte
+	}{
+		{1, [][]byte{beginTxn()}},
+		{4, nil},
+		{4, [][]byte{streamStartMsg(xid2, true)}},
+		{4, [][]byte{beginPrepareMsg(prepare1, prepEnd1, time2, xid2, gid1)}},
+	}
+}
+
+// checkFuzzed decodes one fuzzed message and checks what came out.
+func checkFuzzed(t *testing.T, d *Decoder, data []byte) {
+	t.Helper()
+	inStream := d.InStream()
+	in := bytes.Clone(data)
+	ev, err := d.Decode(in)
+	if err != nil {
+		var capture *CaptureError
+		if !errors.Is(err, ErrMalformed) && !errors.As(err, &capture) {
+			t.Fatalf("error does not wrap ErrMalformed: %v", err)
+		}
+		return
+	}
+	if d.InTxn() && d.InStream() {
+		t.Fatal("inside a transaction and a stream block at once")
+	}
+	if ev.Kind != EventChange {
+		return
+	}
+	if inStream && ev.Xid != xid2 {
+		t.Fatalf("change in the block of xid %d names xid %d", xid2, ev.Xid)
+	}
+	if ev.Change.Op == source.OpDDL {
+		return
+	}
+	c := ev.Change
+	if c.Rel == nil {
+		t.Fatal("change without a relation")
+	}
+	if c.Op == source.OpTruncate {
+		if len(c.Truncated) == 0 || c.Rel != c.Truncated[0] {
+			t.Fatalf("truncate relations %v, Rel %v", c.Truncated, c.Rel)
+		}
+		return
+	}
+	old, new := cloneRow(c.Old), cloneRow(c.New)
+	for _, row := range [][]source.Value{c.Old, c.New} {
+		if row != nil && len(row) != len(c.Rel.Columns) {
+			t.Fatalf("%d values for %d columns", len(row), len(c.Rel.Columns))
+		}
+	}
+	for i := range in {
+		in[i] ^= 0xFF
+	}
+	if !reflect.DeepEqual(c.Old, old) || !reflect.DeepEqual(c.New, new) {
+		t.Fatal("decoded values alias the input")
+	}
 }
 
 func cloneRow(row []source.Value) []source.Value {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -29,7 +30,19 @@ type Config struct {
 	// Column.Info, for targets that must map them (enum labels, composite
 	// fields). PostgreSQL targets take the values as they are and skip it.
 	DescribeTypes bool
-	Logger        *slog.Logger
+	// MaxTxnMemory bounds the decoded changes held in memory over every
+	// transaction waiting for its commit (streamed and prepared ones);
+	// past it they spill to files in SpillDir. 64 MiB when zero.
+	MaxTxnMemory int
+	SpillDir     string
+	// StreamApply is how in-progress transactions the source streams are
+	// handed over: "spool" (the default: whole, at their commit) or
+	// "immediate" (as they arrive, marked Streamed).
+	StreamApply string
+	// NoTwoPhase leaves two-phase decoding off: prepared transactions then
+	// arrive whole at COMMIT PREPARED.
+	NoTwoPhase bool
+	Logger     *slog.Logger
 }
 
 // Validate checks the configuration without connecting.
@@ -60,6 +73,9 @@ func NewReader(cfg Config) (*Reader, error) {
 	}
 	if cfg.StatusInterval <= 0 {
 		cfg.StatusInterval = 10 * time.Second
+	}
+	if cfg.MaxTxnMemory <= 0 {
+		cfg.MaxTxnMemory = 64 << 20
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -120,14 +136,27 @@ func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<
 	if err := r.checkSlot(ctx, conn, req.Start); err != nil {
 		return err
 	}
+	if err := source.RemoveSpills(r.cfg.SpillDir, spillPrefix(r.cfg.Slot)); err != nil {
+		return err
+	}
+	proto, err := r.protocol(ctx, conn)
+	if err != nil {
+		return err
+	}
 	// messages: decant's DDL capture reports schema changes as logical
 	// decoding messages inside their transaction (init --ddl).
-	args := []string{"proto_version '1'", "publication_names " + quoteLiteral(quoteIdent(r.cfg.Publication)), "messages 'true'"}
+	args := []string{fmt.Sprintf("proto_version '%d'", proto), "publication_names " + quoteLiteral(quoteIdent(r.cfg.Publication)), "messages 'true'"}
+	if proto >= 2 {
+		args = append(args, "streaming 'on'")
+	}
+	if proto >= 3 {
+		args = append(args, "two_phase 'on'")
+	}
 	if err := pglogrepl.StartReplication(ctx, conn, r.cfg.Slot, pglogrepl.LSN(req.Start),
 		pglogrepl.StartReplicationOptions{PluginArgs: args}); err != nil {
 		return fmt.Errorf("start replication from slot %s at %s: %w", r.cfg.Slot, req.Start, err)
 	}
-	r.log.Info("streaming", "slot", r.cfg.Slot, "from", req.Start.String())
+	r.log.Info("streaming", "slot", r.cfg.Slot, "from", req.Start.String(), "protocol", proto)
 
 	s := &stream{
 		r:      r,
@@ -135,11 +164,42 @@ func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<
 		out:    out,
 		acked:  req.Acked,
 		dec:    &Decoder{Pipeline: r.cfg.Pipeline, rels: map[uint32]*source.Relation{}, types: map[uint32]string{}},
+		asm:    newAssembler(r.cfg),
 		ticker: time.NewTicker(r.cfg.StatusInterval),
 	}
+	s.dec.SetProtocol(proto)
 	defer s.ticker.Stop()
+	defer s.asm.close()
 	defer s.closeCatalog(ctx)
 	return s.run(ctx)
+}
+
+// protocol picks the newest pgoutput protocol decant speaks that the
+// server has: 3 (streaming and two-phase) from PostgreSQL 15 when the slot
+// was made for two-phase decoding, 2 (streaming) from 14, else 1.
+func (r *Reader) protocol(ctx context.Context, conn *pgconn.PgConn) (int, error) {
+	var version int
+	if err := queryOne(ctx, conn, "SHOW server_version_num", func(v string) error {
+		var err error
+		version, err = strconv.Atoi(v)
+		return err
+	}); err != nil {
+		return 0, fmt.Errorf("read the source's version: %w", err)
+	}
+	twoPhase := false
+	if version >= 150000 && !r.cfg.NoTwoPhase {
+		q := fmt.Sprintf(`SELECT two_phase::text FROM pg_replication_slots WHERE slot_name = %s`, quoteLiteral(r.cfg.Slot))
+		if err := queryOne(ctx, conn, q, func(v string) error { twoPhase = v == "true"; return nil }); err != nil {
+			return 0, fmt.Errorf("read slot %s: %w", r.cfg.Slot, err)
+		}
+	}
+	switch {
+	case twoPhase:
+		return 3, nil
+	case version >= 140000:
+		return 2, nil
+	}
+	return 1, nil
 }
 
 // checkSlot refuses to stream from a slot that is missing, belongs to
@@ -183,9 +243,8 @@ type stream struct {
 	out      chan<- source.Chunk
 	acked    func() source.LSN
 	dec      *Decoder
+	asm      *assembler
 	ticker   *time.Ticker
-	cur      source.Chunk // chunk being filled
-	curBytes int
 	reported source.LSN // last position sent to the source
 	catalog  *pgx.Conn  // for DescribeTypes, opened on first need
 }
@@ -303,47 +362,13 @@ func (s *stream) copyData(ctx context.Context, data []byte) error {
 // already have read the commit record of the transaction it is sending.
 // The mark is dropped when the applier is busy; it is a hint, not data.
 func (s *stream) idleMark(end source.LSN) {
-	if s.dec.InTxn() || end <= s.acked() {
+	if s.dec.InTxn() || s.dec.InStream() || end <= s.acked() {
 		return
 	}
 	select {
-	case s.out <- source.Chunk{End: end}:
+	case s.out <- source.Chunk{End: end, Hold: s.asm.hold()}:
 	default:
 	}
-}
-
-func (s *stream) event(ctx context.Context, ev Event) error {
-	switch ev.Kind {
-	case EventRelation:
-		return s.describe(ctx, ev.Rel)
-	case EventBegin:
-		s.cur = source.Chunk{Txn: ev.Txn}
-		s.curBytes = 0
-	case EventChange:
-		if ev.Change.Op == source.OpDDL {
-			if err := s.describeDDL(ctx, ev.Change.DDL); err != nil {
-				return err
-			}
-		}
-		s.cur.Changes = append(s.cur.Changes, ev.Change)
-		s.curBytes += changeBytes(&ev.Change)
-		if len(s.cur.Changes) >= chunkChanges || s.curBytes >= chunkBytes {
-			if err := s.send(ctx, s.cur); err != nil {
-				return err
-			}
-			s.cur = source.Chunk{Txn: s.cur.Txn}
-			s.curBytes = 0
-		}
-	case EventCommit:
-		s.r.log.Debug("commit received", "xid", ev.Txn.Xid, "commit", ev.Txn.Commit.String(), "end", ev.End.String())
-		s.cur.Commit = true
-		s.cur.End = ev.End
-		if err := s.send(ctx, s.cur); err != nil {
-			return err
-		}
-		s.cur = source.Chunk{}
-	}
-	return nil
 }
 
 func changeBytes(c *source.Change) int {
@@ -361,6 +386,7 @@ func changeBytes(c *source.Change) int {
 // channel is full, it keeps reporting status so the source does not time
 // the connection out, and says that it waits.
 func (s *stream) send(ctx context.Context, c source.Chunk) error {
+	c.Hold = s.asm.hold()
 	select {
 	case s.out <- c:
 		return nil

@@ -1,0 +1,213 @@
+package mysql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/decant/decant/apply"
+	"github.com/decant/decant/checkpoint"
+	"github.com/decant/decant/source"
+)
+
+// Transactions streamed while in progress (apply.StreamTarget).
+//
+// Each streamed xid gets a writer of its own: a child Target on a
+// connection of its own, with the main writer's configuration and session
+// settings but its own table and plan caches, which never reads the
+// checkpoint row. It writes through the same multi-statement batches, so
+// errors name the xid and table alike.
+//
+// Savepoints: a subtransaction's first change is preceded by SAVEPOINT
+// s_<sub> in the batch. Each batch also sets its own savepoint,
+// decant_batch, to find a failing statement (batch.go); setting it again
+// replaces only that one, so the two never collide, and a diagnosis that
+// rolls back to decant_batch removes an s_<sub> set in the same batch and
+// sets it again as it replays the batch. ROLLBACK TO SAVEPOINT s_<sub>
+// may remove decant_batch (when it was set after s_<sub>), so it is
+// always the last statement of its batch, which is sent at once.
+//
+// Once a transaction is streamed, the child and the main connection run at
+// READ COMMITTED (unless the target logs statements, binlog_format
+// STATEMENT, where InnoDB needs REPEATABLE READ). A streamed transaction
+// stays open for as long as the source's does; at REPEATABLE READ a scan
+// for a row of a table without key (UPDATE/DELETE ... LIMIT 1) locks every
+// row and gap it passes until the end of the transaction, and waits for
+// every locked row it meets. At READ COMMITTED it keeps only the locks of
+// the rows it changes and passes over rows others locked that do not match
+// (semi-consistent read), as the source did.
+
+var _ apply.StreamTarget = (*Target)(nil)
+
+// stream is a streamed transaction open on the target.
+type stream struct {
+	w     *Target
+	txn   *source.Txn // its in-progress Txn, to name it in errors
+	saved apply.Savepoints
+}
+
+// StreamApply writes changes of the in-progress transaction txn on its own
+// connection, opening it on first use.
+func (t *Target) StreamApply(ctx context.Context, txn *source.Txn, changes []source.Change) error {
+	for i := range changes {
+		if changes[i].Op == source.OpDDL {
+			return apply.StreamedDDLError(txn, changes[i].DDL)
+		}
+	}
+	s, err := t.openStream(ctx, txn)
+	if err != nil {
+		return err
+	}
+	for len(changes) > 0 {
+		sub := changes[0].Sub
+		n := 1
+		for n < len(changes) && changes[n].Sub == sub {
+			n++
+		}
+		if s.saved.Enter(txn.Xid, sub) {
+			if err := s.w.endRun(ctx); err != nil {
+				return err
+			}
+			s.w.begin()
+			s.w.batch.add("SAVEPOINT "+apply.SavepointName(sub), nil, apply.Origin{Op: "savepoint", Txn: txn, Expect: -1})
+		}
+		if err := s.w.Apply(ctx, txn, changes[:n]); err != nil {
+			return err
+		}
+		changes = changes[n:]
+	}
+	return nil
+}
+
+func (t *Target) openStream(ctx context.Context, txn *source.Txn) (*stream, error) {
+	if s := t.streams[txn.Xid]; s != nil {
+		return s, nil
+	}
+	if err := t.readCommitted(ctx); err != nil {
+		return nil, fmt.Errorf("target session: %w", err)
+	}
+	w := &Target{cfg: t.cfg, log: t.log}
+	if err := w.connect(ctx); err != nil {
+		return nil, fmt.Errorf("connect for transaction xid %d, streamed while in progress: %w", txn.Xid, err)
+	}
+	if err := w.readCommitted(ctx); err != nil {
+		w.Close(ctx)
+		return nil, fmt.Errorf("target session for transaction xid %d, streamed while in progress: %w", txn.Xid, err)
+	}
+	if t.streams == nil {
+		t.streams = map[uint32]*stream{}
+	}
+	s := &stream{w: w, txn: txn}
+	t.streams[txn.Xid] = s
+	t.log.Info("applying a transaction while it is in progress, on a connection of its own", "xid", txn.Xid, "open", len(t.streams))
+	return s, nil
+}
+
+// readCommitted makes the session's next transactions READ COMMITTED,
+// unless the server logs statements (binlog_format STATEMENT), where
+// InnoDB refuses to write at that level.
+func (t *Target) readCommitted(ctx context.Context) error {
+	if t.readCommittedSet {
+		return nil
+	}
+	t.readCommittedSet = true
+	var format string
+	if err := t.conn.QueryRowContext(ctx, "SELECT @@SESSION.binlog_format").Scan(&format); err != nil {
+		return describe(err)
+	}
+	if format == "STATEMENT" {
+		return nil
+	}
+	if _, err := t.conn.ExecContext(ctx, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"); err != nil {
+		return describe(err)
+	}
+	return nil
+}
+
+// StreamAbort rolls back subtransaction sub of xid, or all of xid.
+func (t *Target) StreamAbort(ctx context.Context, xid, sub uint32) error {
+	s := t.streams[xid]
+	if s == nil {
+		return nil
+	}
+	if sub == 0 || sub == xid {
+		t.endStream(ctx, xid, s)
+		return nil
+	}
+	if !s.saved.RollbackTo(sub) {
+		return nil
+	}
+	w := s.w
+	if err := w.endRun(ctx); err != nil {
+		return err
+	}
+	w.begin()
+	w.batch.add("ROLLBACK TO SAVEPOINT "+apply.SavepointName(sub), nil, apply.Origin{Op: "rollback to savepoint", Txn: s.txn, Expect: -1})
+	if err := w.flush(ctx); err != nil {
+		return err
+	}
+	// The source released the subtransaction's locks here, so the tables'
+	// definitions may change before this transaction touches them again:
+	// learn them anew. (InnoDB keeps the row locks of the rolled-back
+	// statements until the transaction ends, unlike the source.)
+	w.forgetTables()
+	return nil
+}
+
+// StreamCommit writes cp in xid's transaction and commits it.
+func (t *Target) StreamCommit(ctx context.Context, xid uint32, cp checkpoint.Row) error {
+	s := t.streams[xid]
+	if s == nil {
+		if t.inTx {
+			return errors.New("streamed commit while the main target transaction is open")
+		}
+		return t.Commit(ctx, cp)
+	}
+	delete(t.streams, xid)
+	defer s.w.Close(ctx)
+	return s.w.Commit(ctx, cp)
+}
+
+// StreamRollbackAll rolls back every open streamed transaction.
+func (t *Target) StreamRollbackAll(ctx context.Context) {
+	for xid, s := range t.streams {
+		t.endStream(ctx, xid, s)
+	}
+}
+
+// endStream rolls a streamed transaction back and releases its
+// connection; a failed rollback is discarded by the server as the
+// connection closes.
+func (t *Target) endStream(ctx context.Context, xid uint32, s *stream) {
+	delete(t.streams, xid)
+	if err := s.w.Rollback(ctx); err != nil {
+		t.log.Warn("rollback of a streamed transaction failed; the target discards it as the connection closes", "xid", xid, "error", err.Error())
+	}
+	s.w.Close(ctx)
+}
+
+// closeStreams drops the connections of streamed transactions.
+func (t *Target) closeStreams(ctx context.Context) {
+	for xid, s := range t.streams {
+		delete(t.streams, xid)
+		s.w.Close(ctx)
+	}
+}
+
+// lockHint explains a lock wait timeout of the main connection while
+// streamed transactions are open: one of them may hold the lock. The
+// source's locks and the target's match, except that InnoDB keeps the row
+// locks of statements rolled back to a savepoint until the transaction
+// ends, while the source released them, so a later transaction may change
+// those rows on the source and wait for them here. The error stays
+// retryable (another session may hold the lock), and says what to do if
+// it repeats.
+func (t *Target) lockHint(err error) error {
+	var my *mysql.MySQLError
+	if err == nil || len(t.streams) == 0 || !errors.As(err, &my) || my.Number != 1205 {
+		return err
+	}
+	return fmt.Errorf("%w (%d transactions applied while in progress are open, and InnoDB keeps the row locks of their rolled-back subtransactions until they end; if this repeats, run with --stream-apply spool)", err, len(t.streams))
+}
