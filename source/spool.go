@@ -221,8 +221,16 @@ func RemoveSpills(dir, prefix string) error {
 	return nil
 }
 
+// changeSize is what a change costs in memory: the Change itself and its
+// place in the spool's slice (which grows by doubling), each Value, and its
+// data rounded up to the allocator's size classes.
 func changeSize(c *Change) int {
-	n := 64 + rowSize(c.Old) + rowSize(c.New)
+	n := 192
+	for _, row := range [][]Value{c.Old, c.New} {
+		for _, v := range row {
+			n += 32 + (len(v.Data)+15)&^15
+		}
+	}
 	if c.DDL != nil {
 		n += 256 + len(c.DDL.Statement) + len(c.DDL.JSON) + 128*len(c.DDL.Tables)
 	}
