@@ -247,3 +247,27 @@ func (s *Savepoints) Len() int { return len(s.subs) }
 // SavepointName is the SQL name of subtransaction sub's savepoint; it
 // needs no quoting in either dialect.
 func SavepointName(sub uint32) string { return "s_" + strconv.FormatUint(uint64(sub), 10) }
+
+// SubtransactionRuns checks that a streamed transaction's changes hold no
+// schema change, then calls fn for each run of consecutive changes of one
+// subtransaction (Change.Sub), in order: the targets open a savepoint at
+// a subtransaction's first run.
+func SubtransactionRuns(txn *source.Txn, changes []source.Change, fn func(sub uint32, run []source.Change) error) error {
+	for i := range changes {
+		if changes[i].Op == source.OpDDL {
+			return StreamedDDLError(txn, changes[i].DDL)
+		}
+	}
+	for len(changes) > 0 {
+		sub := changes[0].Sub
+		n := 1
+		for n < len(changes) && changes[n].Sub == sub {
+			n++
+		}
+		if err := fn(sub, changes[:n]); err != nil {
+			return err
+		}
+		changes = changes[n:]
+	}
+	return nil
+}

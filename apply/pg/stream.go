@@ -35,32 +35,21 @@ type stream struct {
 // StreamApply writes changes of the in-progress transaction txn on its own
 // connection, opening it on first use.
 func (t *Target) StreamApply(ctx context.Context, txn *source.Txn, changes []source.Change) error {
-	for i := range changes {
-		if changes[i].Op == source.OpDDL {
-			return apply.StreamedDDLError(txn, changes[i].DDL)
-		}
-	}
-	s, err := t.openStream(ctx, txn)
-	if err != nil {
-		return err
-	}
-	for len(changes) > 0 {
-		sub := changes[0].Sub
-		n := 1
-		for n < len(changes) && changes[n].Sub == sub {
-			n++
+	var s *stream
+	return apply.SubtransactionRuns(txn, changes, func(sub uint32, run []source.Change) error {
+		if s == nil {
+			var err error
+			if s, err = t.openStream(ctx, txn); err != nil {
+				return err
+			}
 		}
 		if s.saved.Enter(txn.Xid, sub) {
 			if err := s.w.savepoint(ctx, txn, "savepoint", "SAVEPOINT "+apply.SavepointName(sub)); err != nil {
 				return err
 			}
 		}
-		if err := s.w.Apply(ctx, txn, changes[:n]); err != nil {
-			return err
-		}
-		changes = changes[n:]
-	}
-	return nil
+		return s.w.Apply(ctx, txn, run)
+	})
 }
 
 func (t *Target) openStream(ctx context.Context, txn *source.Txn) (*stream, error) {
