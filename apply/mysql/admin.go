@@ -101,15 +101,20 @@ func (a *Admin) DeleteCheckpoint(ctx context.Context, pipeline string) (bool, er
 // caller passes those missing on the target) and returns notes about what
 // was not carried over. MySQL commits each DDL statement by itself; the
 // statements use IF NOT EXISTS where they can, so running init again after
-// a failure is safe.
-func (a *Admin) Create(ctx context.Context, defs []*source.TableDef) (notes []string, err error) {
+// a failure is safe. Without indexes, plain secondary indexes wait for
+// CreateIndexes (after an initial copy); keys are made with the table.
+func (a *Admin) Create(ctx context.Context, defs []*source.TableDef, indexes bool) (notes []string, err error) {
 	for _, def := range defs {
 		target := a.cfg.Router.Route(def.Name)
 		ddl, err := mapping.CreateMySQL(def, target, a.cfg.Columns[def.Name])
 		if err != nil {
 			return notes, err
 		}
-		for _, s := range append(ddl.Table, ddl.Indexes...) {
+		stmts := ddl.Table
+		if indexes {
+			stmts = append(stmts, ddl.Indexes...)
+		}
+		for _, s := range stmts {
 			if _, err := a.s.Conn.ExecContext(ctx, s); err != nil {
 				return notes, fmt.Errorf("create target table %s: %w", targetText(target), describe(err))
 			}
@@ -119,6 +124,24 @@ func (a *Admin) Create(ctx context.Context, defs []*source.TableDef) (notes []st
 		}
 	}
 	return notes, nil
+}
+
+// CreateIndexes builds the plain secondary indexes of tables Create made
+// without them.
+func (a *Admin) CreateIndexes(ctx context.Context, defs []*source.TableDef) error {
+	for _, def := range defs {
+		target := a.cfg.Router.Route(def.Name)
+		ddl, err := mapping.CreateMySQL(def, target, a.cfg.Columns[def.Name])
+		if err != nil {
+			return err
+		}
+		for _, s := range ddl.Indexes {
+			if _, err := a.s.Conn.ExecContext(ctx, s); err != nil {
+				return fmt.Errorf("build an index of %s: %w", targetText(target), describe(err))
+			}
+		}
+	}
+	return nil
 }
 
 // RecordSchema stores the source definitions of the replicated tables as
@@ -154,4 +177,16 @@ func (a *Admin) ForgetSchema(ctx context.Context) error {
 // LoadSchema reads the pipeline's stored definitions, by source table OID.
 func (a *Admin) LoadSchema(ctx context.Context) (map[uint32]*source.TableDef, error) {
 	return checkpoint.MySQLSchemaLoad(ctx, a.s.Conn, a.cfg.Pipeline)
+}
+
+// Empty removes every row of the target tables of the given source
+// tables (restarting an interrupted initial copy).
+func (a *Admin) Empty(ctx context.Context, tables []source.TableName) error {
+	for _, t := range tables {
+		target := a.cfg.Router.Route(t)
+		if _, err := a.s.Conn.ExecContext(ctx, "TRUNCATE TABLE "+mapping.QuoteMySQLTable(target)); err != nil {
+			return fmt.Errorf("empty target table %s: %w", targetText(target), describe(err))
+		}
+	}
+	return nil
 }

@@ -76,8 +76,10 @@ func (a *Admin) DeleteCheckpoint(ctx context.Context, pipeline string) (bool, er
 // Create creates the target tables for the given source definitions (the
 // caller passes those missing on the target), with any user-defined types
 // they use that the target lacks, and returns notes about what was not
-// carried over. Each table is created in its own transaction.
-func (a *Admin) Create(ctx context.Context, defs []*source.TableDef) (notes []string, err error) {
+// carried over. Each table is created in its own transaction. Without
+// indexes, only the primary key is made: an initial copy loads faster
+// into a table without secondary indexes, built after it (CreateIndexes).
+func (a *Admin) Create(ctx context.Context, defs []*source.TableDef, indexes bool) (notes []string, err error) {
 	for _, def := range defs {
 		target := a.cfg.Router.Route(def.Name)
 		ddl, err := mapping.CreatePG(def, target, a.cfg.Columns[def.Name])
@@ -89,7 +91,9 @@ func (a *Admin) Create(ctx context.Context, defs []*source.TableDef) (notes []st
 			return notes, err
 		}
 		stmts := append(mapping.CreateTypesPG(types), ddl.Table...)
-		stmts = append(stmts, ddl.Indexes...)
+		if indexes {
+			stmts = append(stmts, ddl.Indexes...)
+		}
 		if err := pgx.BeginFunc(ctx, a.conn, func(tx pgx.Tx) error {
 			for _, s := range stmts {
 				if _, err := tx.Exec(ctx, s); err != nil {
@@ -105,6 +109,24 @@ func (a *Admin) Create(ctx context.Context, defs []*source.TableDef) (notes []st
 		}
 	}
 	return notes, nil
+}
+
+// CreateIndexes builds the secondary indexes of tables Create made
+// without them.
+func (a *Admin) CreateIndexes(ctx context.Context, defs []*source.TableDef) error {
+	for _, def := range defs {
+		target := a.cfg.Router.Route(def.Name)
+		ddl, err := mapping.CreatePG(def, target, a.cfg.Columns[def.Name])
+		if err != nil {
+			return err
+		}
+		for _, s := range ddl.Indexes {
+			if _, err := a.conn.Exec(ctx, s); err != nil {
+				return fmt.Errorf("build an index of %s: %s: %w", target, firstLine(s), err)
+			}
+		}
+	}
+	return nil
 }
 
 // missingTypes lists the user-defined types of def's columns that the
@@ -162,4 +184,16 @@ func (a *Admin) ForgetSchema(ctx context.Context) error {
 // LoadSchema reads the pipeline's stored definitions, by source table OID.
 func (a *Admin) LoadSchema(ctx context.Context) (map[uint32]*source.TableDef, error) {
 	return checkpoint.PGSchemaLoad(ctx, a.conn, a.cfg.Pipeline)
+}
+
+// Empty removes every row of the target tables of the given source
+// tables (restarting an interrupted initial copy).
+func (a *Admin) Empty(ctx context.Context, tables []source.TableName) error {
+	for _, t := range tables {
+		target := a.cfg.Router.Route(t)
+		if _, err := a.conn.Exec(ctx, "TRUNCATE "+mapping.QuotePGTable(target)); err != nil {
+			return fmt.Errorf("empty target table %s: %w", target, err)
+		}
+	}
+	return nil
 }

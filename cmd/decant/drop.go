@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/decant/decant/apply/bulk"
 	"github.com/decant/decant/source/pgoutput"
 )
 
@@ -54,6 +55,9 @@ func dropCmd() *cobra.Command {
 				fmt.Printf("pipeline %s: DDL capture removed\n", c.Pipeline)
 			}
 			if err := tgt.ForgetSchema(ctx); err != nil {
+				return err
+			}
+			if err := bulk.Forget(ctx, c.Target, c.Pipeline); err != nil {
 				return err
 			}
 			row, err := tgt.DeleteCheckpoint(ctx, c.Pipeline)

@@ -126,7 +126,7 @@ func gaussTables(ctx context.Context, c config, tgt targetAdmin, o initOptions, 
 				create = append(create, d)
 			}
 		}
-		if err := createDefs(ctx, c, tgt, create, log); err != nil {
+		if err := createDefs(ctx, c, tgt, create, true, log); err != nil {
 			return err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -18,7 +19,7 @@ import (
 
 func initCmd() *cobra.Command {
 	var f flags
-	var create, ddl bool
+	var o initOptions
 	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Check the source, create the publication, the slot and the target checkpoint",
@@ -27,29 +28,47 @@ slot), checks that every selected table exists on the target, creates the
 publication for the selected tables and a pgoutput slot, and creates the
 checkpoint table on the target with the pipeline's row at the slot's
 consistent point. Running it again changes nothing (a changed --tables list
-updates the publication).`,
+updates the publication).
+
+With --copy, the slot is created with an exported snapshot and every
+selected table is copied under it (--jobs workers, large tables in ranges;
+with --create-tables, secondary indexes are built after the data), so that
+decant run afterwards neither misses nor repeats a row. An interrupted copy
+is restarted by running init --copy again.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := f.load(cmd)
 			if err != nil {
 				return err
 			}
 			if c.gaussSource() {
-				return initGauss(cmd.Context(), c, initOptions{create: create, ddl: ddl}, logger(c))
+				if o.copy {
+					return usagef("--copy needs a PostgreSQL source (an exported snapshot); for GaussDB, copy the tables first")
+				}
+				return initGauss(cmd.Context(), c, o, logger(c))
 			}
-			return initPipeline(cmd.Context(), c, initOptions{create: create, ddl: ddl}, logger(c))
+			return initPipeline(cmd.Context(), c, o, logger(c))
 		},
 	}
 	addFlags(cmd, &f, true)
 	addMappingFlags(cmd, &f)
-	cmd.Flags().BoolVar(&create, "create-tables", false, "create missing target tables from the source catalog (mapped types, keys, indexes)")
-	cmd.Flags().BoolVar(&ddl, "ddl", false, "replicate schema changes: install an event trigger on the source that reports DDL in the stream")
+	cmd.Flags().BoolVar(&o.create, "create-tables", false, "create missing target tables from the source catalog (mapped types, keys, indexes)")
+	cmd.Flags().BoolVar(&o.ddl, "ddl", false, "replicate schema changes: install an event trigger on the source that reports DDL in the stream")
+	addCopyFlags(cmd, &o)
 	return cmd
+}
+
+// addCopyFlags adds the initial copy's flags (init, migrate).
+func addCopyFlags(cmd *cobra.Command, o *initOptions) {
+	cmd.Flags().BoolVar(&o.copy, "copy", false, "copy the selected tables' rows as of the slot's creation (exported snapshot), then stream from there; the target tables must be empty")
+	cmd.Flags().IntVar(&o.jobs, "jobs", runtime.NumCPU(), "parallel copy workers (tables, and ranges of large tables)")
 }
 
 // initOptions are init's own flags.
 type initOptions struct {
 	create bool // --create-tables
 	ddl    bool // --ddl
+	copy   bool // --copy
+	jobs   int  // --jobs
 }
 
 func initPipeline(ctx context.Context, c config, o initOptions, log *slog.Logger) error {
@@ -70,7 +89,7 @@ func initPipeline(ctx context.Context, c config, o initOptions, log *slog.Logger
 	if len(tables) == 0 {
 		return fmt.Errorf("no source table matches --tables %q; nothing to replicate", c.filter)
 	}
-	names, err := checkTables(ctx, c, src, tgt, tables, o.create, log)
+	names, created, err := checkTables(ctx, c, src, tgt, tables, o, log)
 	if err != nil {
 		return err
 	}
@@ -109,8 +128,23 @@ func initPipeline(ctx context.Context, c config, o initOptions, log *slog.Logger
 			return err
 		}
 	}
-	start, slotCreated, err := pgoutput.EnsureSlot(ctx, src, c.Pipeline)
-	if err != nil {
+	var start source.LSN
+	var slotCreated bool
+	var exported *pgoutput.Exported
+	if o.copy {
+		if exported, err = exportForCopy(ctx, c, src, tgt, hasRow, log); err != nil {
+			return err
+		}
+		defer exported.Close(ctx)
+		start, slotCreated = exported.Consistent, true
+		log.Info("slot created with an exported snapshot", "slot", c.Pipeline, "consistent_point", start.String(), "snapshot", exported.Snapshot)
+		// The checkpoint row comes after the copy: until it exists, run
+		// refuses to stream into half-copied tables, and init --copy
+		// knows to start over.
+		if err := copyTables(ctx, c, o, src, tgt, exported, tables, created, log); err != nil {
+			return err
+		}
+	} else if start, slotCreated, err = pgoutput.EnsureSlot(ctx, src, c.Pipeline); err != nil {
 		return err
 	}
 	row, rowCreated, err := tgt.EnsureCheckpoint(ctx, checkpoint.Row{Pipeline: c.Pipeline, SystemID: srv.SystemID, Commit: start, End: start})
@@ -125,7 +159,7 @@ func initPipeline(ctx context.Context, c config, o initOptions, log *slog.Logger
 		log.Warn("publication tables changed; rows that already existed in added tables are not copied",
 			"publication", c.Pipeline, "added", joinNames(added), "removed", joinNames(removed))
 	}
-	if slotCreated {
+	if slotCreated && !o.copy {
 		log.Info("slot created", "slot", c.Pipeline, "consistent_point", start.String())
 	}
 	if rowCreated {
@@ -142,7 +176,10 @@ func initPipeline(ctx context.Context, c config, o initOptions, log *slog.Logger
 // checkTables refuses tables whose updates the source cannot publish,
 // two source tables landing in one target table, and tables or columns the
 // target lacks or cannot hold, listing all of them at once.
-func checkTables(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, tables []pgoutput.Table, create bool, log *slog.Logger) ([]source.TableName, error) {
+// With --create-tables it makes the missing ones first (for a copy,
+// without their secondary indexes, which are built after it) and returns
+// their definitions.
+func checkTables(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, tables []pgoutput.Table, o initOptions, log *slog.Logger) ([]source.TableName, []*source.TableDef, error) {
 	var noIdentity []string
 	names := make([]source.TableName, len(tables))
 	rels := make([]*source.Relation, len(tables))
@@ -153,23 +190,24 @@ func checkTables(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, 
 		}
 		rel, err := pgoutput.Relation(ctx, src, t)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		rels[i] = rel
 	}
 	if err := c.router().CheckCollisions(names); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	missing, problems, notes, err := tgt.Check(ctx, rels)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if create && len(missing) > 0 && len(noIdentity) == 0 {
-		if err := createTables(ctx, c, src, tgt, tables, missing, log); err != nil {
-			return nil, err
+	var created []*source.TableDef
+	if o.create && len(missing) > 0 && len(noIdentity) == 0 {
+		if created, err = createTables(ctx, c, src, tgt, tables, missing, !o.copy, log); err != nil {
+			return nil, nil, err
 		}
 		if missing, problems, notes, err = tgt.Check(ctx, rels); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	for _, n := range notes {
@@ -183,9 +221,9 @@ func checkTables(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, 
 			strings.Join(noIdentity, ", ")))
 	}
 	if len(problems) > 0 {
-		return nil, errors.New(strings.Join(problems, "; "))
+		return nil, nil, errors.New(strings.Join(problems, "; "))
 	}
-	return names, nil
+	return names, created, nil
 }
 
 // setupDDL installs the source's DDL capture and records the current
@@ -213,7 +251,7 @@ func setupDDL(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, tab
 
 // createTables creates the missing target tables from the source catalog
 // and logs what could not be carried over.
-func createTables(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, tables []pgoutput.Table, missing []source.TableName, log *slog.Logger) error {
+func createTables(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, tables []pgoutput.Table, missing []source.TableName, indexes bool, log *slog.Logger) ([]*source.TableDef, error) {
 	router := c.router()
 	var defs []*source.TableDef
 	for _, t := range tables {
@@ -222,18 +260,18 @@ func createTables(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin,
 		}
 		def, err := pgoutput.DescribeTable(ctx, src, t.Name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defs = append(defs, def)
 	}
-	return createDefs(ctx, c, tgt, defs, log)
+	return defs, createDefs(ctx, c, tgt, defs, indexes, log)
 }
 
 // createDefs creates target tables from source definitions and logs what
 // could not be carried over.
-func createDefs(ctx context.Context, c config, tgt targetAdmin, defs []*source.TableDef, log *slog.Logger) error {
+func createDefs(ctx context.Context, c config, tgt targetAdmin, defs []*source.TableDef, indexes bool, log *slog.Logger) error {
 	router := c.router()
-	notes, err := tgt.Create(ctx, defs)
+	notes, err := tgt.Create(ctx, defs, indexes)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"log/slog"
 	"os"
 	"runtime/debug"
 	"time"
@@ -28,27 +30,7 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 			if err != nil {
 				return err
 			}
-			log := logger(c)
-			limitMemory(c.memory)
-			var reader apply.Source
-			if c.gaussSource() {
-				reader, err = gaussReader(c, log)
-			} else {
-				reader, err = pgoutput.NewReader(pgoutput.Config{
-					DSN: c.Source, Slot: c.Pipeline, Publication: c.Pipeline, Pipeline: c.Pipeline, Logger: log,
-					DescribeTypes: c.mysqlTarget(),
-					MaxTxnMemory:  c.memory, SpillDir: c.SpillDir, StreamApply: c.StreamApply,
-				})
-			}
-			if err != nil {
-				return usageError{err}
-			}
-			target, err := newTarget(c, log)
-			if err != nil {
-				return usageError{err}
-			}
-			p := apply.New(apply.Config{CatchUp: catchUp, SlotWait: slotWait, Logger: log}, reader, target)
-			return p.Run(cmd.Context())
+			return runPipeline(cmd.Context(), c, catchUp, slotWait, logger(c))
 		},
 	}
 	addFlags(cmd, &f, true) // GaussDB sources decode --tables (white-table-list); PostgreSQL ones keep it in the publication
@@ -57,6 +39,35 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 	cmd.Flags().BoolVar(&catchUp, "catch-up", false, "exit 0 once everything committed on the source before the start is applied")
 	cmd.Flags().DurationVar(&slotWait, "slot-wait", 60*time.Second, "how long to keep retrying while the slot is held by another session before giving up")
 	return cmd
+}
+
+// runPipeline streams and applies until ctx ends or, with catchUp, the
+// target has what the source committed before the start.
+func runPipeline(ctx context.Context, c config, catchUp bool, slotWait time.Duration, log *slog.Logger) error {
+	limitMemory(c.memory)
+	if err := copyFinished(ctx, c); err != nil {
+		return err
+	}
+	var reader apply.Source
+	var err error
+	if c.gaussSource() {
+		reader, err = gaussReader(c, log)
+	} else {
+		reader, err = pgoutput.NewReader(pgoutput.Config{
+			DSN: c.Source, Slot: c.Pipeline, Publication: c.Pipeline, Pipeline: c.Pipeline, Logger: log,
+			DescribeTypes: c.mysqlTarget(),
+			MaxTxnMemory:  c.memory, SpillDir: c.SpillDir, StreamApply: c.StreamApply,
+		})
+	}
+	if err != nil {
+		return usageError{err}
+	}
+	target, err := newTarget(c, log)
+	if err != nil {
+		return usageError{err}
+	}
+	p := apply.New(apply.Config{CatchUp: catchUp, SlotWait: slotWait, Logger: log}, reader, target)
+	return p.Run(ctx)
 }
 
 // limitMemory sets the Go runtime's soft memory limit to what decant may

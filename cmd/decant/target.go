@@ -16,7 +16,9 @@ import (
 // (apply/pg.Admin, apply/mysql.Admin).
 type targetAdmin interface {
 	Check(ctx context.Context, rels []*source.Relation) (missing []source.TableName, problems, notes []string, err error)
-	Create(ctx context.Context, defs []*source.TableDef) (notes []string, err error)
+	Create(ctx context.Context, defs []*source.TableDef, indexes bool) (notes []string, err error)
+	CreateIndexes(ctx context.Context, defs []*source.TableDef) error
+	Empty(ctx context.Context, tables []source.TableName) error
 	EnsureCheckpoint(ctx context.Context, row checkpoint.Row) (checkpoint.Row, bool, error)
 	ReadCheckpoint(ctx context.Context, pipeline string) (checkpoint.Row, error)
 	DeleteCheckpoint(ctx context.Context, pipeline string) (bool, error)

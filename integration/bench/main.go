@@ -3,14 +3,15 @@
 // own subscription and to pg_recvlogical (the rate at which the source can
 // decode at all), on the same machine in the same run, and into MariaDB.
 //
-//	go run ./integration/bench [-rows 1000000] [-large-rows 2000000] [-only insert,large]
+//	go run ./integration/bench [-rows 1000000] [-large-rows 2000000] [-copy-rows 1000000] [-only insert,large,copy]
 //	(or: make bench)
 //
 // Each case loads its workload on the source while nothing consumes (so a
 // backlog builds in every slot), then times each consumer catching up. The
 // large case is one transaction, by default far bigger than the source's
 // logical_decoding_work_mem: the case where what a consumer holds in memory
-// and the streaming of in-progress transactions matter.
+// and the streaming of in-progress transactions matter. The copy case
+// (copy.go) times an initial copy instead, next to pg_dump and pg_restore.
 package main
 
 import (
@@ -41,7 +42,7 @@ type benchCase struct {
 	large bool   // one large transaction, drained by the large-case consumers
 }
 
-func cases(rows, largeRows int) []benchCase {
+func cases(rows, largeRows, copyRows int) []benchCase {
 	txns := rows / 1000
 	return []benchCase{
 		{
@@ -86,6 +87,7 @@ func cases(rows, largeRows int) []benchCase {
 			load: fmt.Sprintf(`INSERT INTO bench SELECT id, id %% 1000, 'label ' || id, id / 7.0, '2026-01-01'::timestamptz + id * interval '1 s', id %% 2 = 0
 				FROM (SELECT (SELECT coalesce(max(id), 0) FROM bench) + g AS id FROM generate_series(1, %d) g) s;`, largeRows),
 		},
+		copyCase(copyRows),
 	}
 }
 
@@ -119,9 +121,10 @@ func selectCases(all []benchCase, only string) ([]benchCase, error) {
 func main() {
 	rows := flag.Int("rows", 1000000, "rows inserted by the insert case (the update, delete and single cases change a share of them)")
 	largeRows := flag.Int("large-rows", 2000000, "rows inserted by the large case, all in one transaction")
-	only := flag.String("only", "insert,update,delete,single,large", "comma list of the cases to run")
+	copyRows := flag.Int("copy-rows", 1000000, "rows of the copy case's largest table")
+	only := flag.String("only", "insert,update,delete,single,large,copy", "comma list of the cases to run")
 	flag.Parse()
-	picked, err := selectCases(cases(*rows, *largeRows), *only)
+	picked, err := selectCases(cases(*rows, *largeRows, *copyRows), *only)
 	if err == nil && (*rows < 4000 || *largeRows < 1) {
 		err = fmt.Errorf("-rows must be at least 4000 and -large-rows at least 1")
 	}
@@ -192,7 +195,15 @@ func run(ctx context.Context, picked []benchCase) error {
 	var notes []string
 	var failed []error
 	for _, c := range picked {
-		results, err := b.runCase(ctx, c)
+		var results []result
+		var err error
+		if c.key == "copy" {
+			var n []string
+			results, n, err = b.runCopy(ctx, c)
+			notes = append(notes, n...)
+		} else {
+			results, err = b.runCase(ctx, c)
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}

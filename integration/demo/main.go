@@ -1,7 +1,10 @@
-// Command demo shows decant end to end on throwaway servers: it starts a
-// PostgreSQL 15 source and target, creates a small shop schema, runs a
-// concurrent workload while `decant run` replicates it, prints `decant
-// status`, and checks that every target table equals the source.
+// Command demo shows a migration with decant end to end on throwaway
+// servers: it starts a PostgreSQL 15 source and a PostgreSQL or MariaDB
+// target, loads a small shop on the source, and while four clients keep
+// writing to it, copies every table into the empty target (`decant init
+// --copy --create-tables`, with progress) and streams what changed since
+// (`decant run`); then `decant verify`, `decant cutover --verify`, and a
+// check of its own that every target table equals the source.
 //
 //	go run ./integration/demo        (or: make demo)
 package main
@@ -17,7 +20,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -39,19 +41,32 @@ CREATE TABLE audit (at timestamptz NOT NULL DEFAULT now(), what text);  -- no ke
 ALTER TABLE audit REPLICA IDENTITY FULL;
 `
 
+// preload is the shop before the migration starts.
+const preload = `
+INSERT INTO customers (id, name, email, balance, updated)
+	SELECT g, 'Customer ' || g, 'c' || g || '@example.com', (g %% 1000) / 10.0, now() FROM generate_series(0, %[1]d) g;
+INSERT INTO orders (customer_id, status, total, notes)
+	SELECT g %% %[1]d, (ARRAY['new', 'paid', 'shipped'])[1 + g %% 3], 0, jsonb_build_object('batch', g %% 10) FROM generate_series(1, %[2]d) g;
+INSERT INTO order_items SELECT o.id, l, 'SKU-' || (o.id * l %% 100), 1 + l %% 3, 9.99 * l FROM orders o, generate_series(1, 3) l;
+UPDATE orders o SET total = (SELECT sum(qty * price) FROM order_items i WHERE i.order_id = o.id);
+INSERT INTO audit (what) SELECT 'imported ' || g FROM generate_series(1, 1000) g;
+ANALYZE;
+`
+
 func main() {
 	target := flag.String("target", "postgres", "target kind: postgres or mysql (a MariaDB server)")
 	seconds := flag.Int("seconds", 15, "how long the workload runs")
+	orders := flag.Int("orders", 100000, "orders on the source before the migration (3 items each)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *target, time.Duration(*seconds)*time.Second); err != nil {
+	if err := run(ctx, *target, time.Duration(*seconds)*time.Second, *orders); err != nil {
 		fmt.Fprintln(os.Stderr, "demo failed:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, target string, duration time.Duration) error {
+func run(ctx context.Context, target string, duration time.Duration, orders int) error {
 	if target != "postgres" && target != "mysql" {
 		return fmt.Errorf("target %q: use postgres or mysql (MariaDB)", target)
 	}
@@ -81,7 +96,6 @@ func run(ctx context.Context, target string, duration time.Duration) error {
 		return err
 	}
 	var tgtDSN string
-	initArgs := []string{"init"}
 	if target == "mysql" {
 		my, err := harness.StartMariaDB(ctx)
 		if err != nil {
@@ -92,7 +106,6 @@ func run(ctx context.Context, target string, duration time.Duration) error {
 			return err
 		}
 		tgtDSN = my.DSN("shop")
-		initArgs = append(initArgs, "--create-tables") // MariaDB tables from the source catalog
 	} else {
 		tgt, err := harness.StartPostgres(ctx, harness.PostgresOptions{})
 		if err != nil {
@@ -103,23 +116,37 @@ func run(ctx context.Context, target string, duration time.Duration) error {
 			return err
 		}
 		tgtDSN = tgt.DSN("shop")
-		if err := execSQL(ctx, tgtDSN, schema); err != nil {
-			return err
-		}
 	}
-	fmt.Printf("  source %s\n  target %s\n", srcDSN, tgtDSN)
+	fmt.Printf("  source %s\n  target %s (empty)\n", srcDSN, tgtDSN)
 	decant := func(args ...string) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, bin, append(args, "--source", srcDSN, "--target", tgtDSN, "--pipeline", "shop")...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		return cmd
 	}
 
-	step("decant " + strings.Join(initArgs, " "))
-	if err := decant(initArgs...).Run(); err != nil {
-		return fmt.Errorf("decant init: %w", err)
+	step(fmt.Sprintf("loading the shop on the source: %d customers, %d orders, %d order items", orders/20+1, orders, 3*orders))
+	if err := execSQL(ctx, srcDSN, fmt.Sprintf(preload, orders/20, orders)); err != nil {
+		return err
 	}
 
-	step("decant run (in the background) while 4 clients write for " + duration.String())
+	step("4 clients write to the source for " + duration.String() + " from now on")
+	type outcome struct {
+		n   int
+		err error
+	}
+	written := make(chan outcome, 1)
+	go func() {
+		n, err := workload(ctx, srcDSN, 4, duration)
+		written <- outcome{n, err}
+	}()
+	time.Sleep(time.Second)
+
+	step("decant init --copy --create-tables: create the target tables, copy every row as of one snapshot, build the indexes")
+	if err := decant("init", "--copy", "--create-tables").Run(); err != nil {
+		return fmt.Errorf("decant init --copy: %w", err)
+	}
+
+	step("decant run (in the background): stream what the clients changed since the snapshot")
 	runCmd := decant("run")
 	logFile, err := os.Create(filepath.Join(dir, "run.log"))
 	if err != nil {
@@ -130,11 +157,11 @@ func run(ctx context.Context, target string, duration time.Duration) error {
 		return err
 	}
 	defer runCmd.Process.Kill()
-	n, err := workload(ctx, srcDSN, 4, duration)
-	if err != nil {
-		return err
+	w := <-written
+	if w.err != nil {
+		return w.err
 	}
-	fmt.Printf("  %d transactions committed on the source\n", n)
+	fmt.Printf("  %d transactions committed on the source while decant copied and streamed\n", w.n)
 
 	step("waiting for decant to apply the last of them")
 	last, err := lastXid(ctx, srcDSN)
@@ -149,13 +176,23 @@ func run(ctx context.Context, target string, duration time.Duration) error {
 		return err
 	}
 
+	step("decant verify: row counts and checksums over key ranges, table by table")
+	if err := decant("verify").Run(); err != nil {
+		return fmt.Errorf("decant verify: %w", err)
+	}
+
+	step("decant cutover --verify: fence, catch-up, sequences, verify")
+	if err := decant("cutover", "--verify", "--timeout", "2m").Run(); err != nil {
+		return fmt.Errorf("decant cutover: %w", err)
+	}
+
 	step("stopping decant run (SIGTERM)")
 	runCmd.Process.Signal(syscall.SIGTERM)
 	if err := runCmd.Wait(); err != nil {
 		return fmt.Errorf("decant run: %w (log in %s)", err, logFile.Name())
 	}
 
-	step("checking that the target equals the source")
+	step("checking, with the demo's own comparison, that the target equals the source")
 	if err := check(ctx, srcDSN, tgtDSN, target == "mysql"); err != nil {
 		return err
 	}

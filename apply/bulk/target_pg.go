@@ -1,0 +1,168 @@
+package bulk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/decant/decant/apply/pg"
+	"github.com/decant/decant/mapping"
+	"github.com/decant/decant/source"
+)
+
+// pgWriter copies into a PostgreSQL target: the source's COPY TO STDOUT
+// streams through a pipe into the target's COPY FROM STDIN, so a task is
+// never held in memory.
+type pgWriter struct {
+	cfg   Config
+	conn  *pgx.Conn
+	plans map[source.TableName]*pgPlan
+}
+
+var _ writer = (*pgWriter)(nil)
+
+// pgPlan is how one table is copied.
+type pgPlan struct {
+	*mapping.Plan
+	binary bool   // every written column has the same built-in type on both sides
+	copyIn string // the target's COPY ... FROM STDIN
+}
+
+func newPGWriter(ctx context.Context, cfg Config) (*pgWriter, error) {
+	conn, err := pg.Connect(ctx, cfg.Target)
+	if err != nil {
+		return nil, err
+	}
+	// As the applier does: target triggers and foreign keys do not fire
+	// for replicated rows.
+	if _, err := conn.Exec(ctx, "SET session_replication_role = replica"); err != nil {
+		conn.Close(ctx)
+		return nil, fmt.Errorf("target: set session_replication_role = replica (the target user must be a superuser): %w", pg.Describe(err))
+	}
+	return &pgWriter{cfg: cfg, conn: conn, plans: map[source.TableName]*pgPlan{}}, nil
+}
+
+func (w *pgWriter) close(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	defer cancel()
+	w.conn.Close(cctx)
+}
+
+// firstUserOID is FirstNormalObjectId: types below it are built in.
+const firstUserOID = 16384
+
+func (w *pgWriter) plan(ctx context.Context, j *tableJob) (*pgPlan, error) {
+	if p, ok := w.plans[j.def.Name]; ok {
+		return p, nil
+	}
+	tt, err := pg.Inspect(ctx, w.conn, j.target)
+	if err != nil {
+		return nil, err
+	}
+	mp, err := mapping.NewPlan(j.rel, *tt, w.cfg.Columns[j.def.Name])
+	if err != nil {
+		return nil, err
+	}
+	types, err := w.columnTypes(ctx, j.target)
+	if err != nil {
+		return nil, err
+	}
+	p := &pgPlan{Plan: mp, binary: true}
+	for _, i := range mp.Cols {
+		src := j.rel.Columns[i].Type
+		if src >= firstUserOID || types[mp.Names[i]] != src {
+			p.binary = false
+		}
+	}
+	p.copyIn = copyInSQL(mp, p.binary)
+	w.plans[j.def.Name] = p
+	return p, nil
+}
+
+// columnTypes reads the type OIDs of a target table's columns.
+func (w *pgWriter) columnTypes(ctx context.Context, table source.TableName) (map[string]uint32, error) {
+	rows, err := w.conn.Query(ctx, `SELECT attname, atttypid FROM pg_attribute
+		WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped`, mapping.QuotePGTable(table))
+	if err != nil {
+		return nil, fmt.Errorf("read column types of target table %s: %w", table, pg.Describe(err))
+	}
+	types := map[string]uint32{}
+	var name string
+	var oid uint32
+	_, err = pgx.ForEachRow(rows, []any{&name, &oid}, func() error {
+		types[name] = oid
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read column types of target table %s: %w", table, pg.Describe(err))
+	}
+	return types, nil
+}
+
+// copyInSQL is the target's COPY of the written columns.
+func copyInSQL(p *mapping.Plan, binary bool) string {
+	var b strings.Builder
+	b.WriteString("COPY " + mapping.QuotePGTable(p.Target) + " (")
+	for n, i := range p.Cols {
+		if n > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(mapping.QuotePG(p.Names[i]))
+	}
+	b.WriteString(") FROM STDIN")
+	if binary {
+		b.WriteString(" (FORMAT binary)")
+	}
+	return b.String()
+}
+
+// errTargetStopped ends the source's COPY when the target's has failed.
+var errTargetStopped = errors.New("the target stopped reading")
+
+func (w *pgWriter) copy(ctx context.Context, src *srcSession, j *tableJob, t *task, prog *progress) (int64, error) {
+	p, err := w.plan(ctx, j)
+	if err != nil {
+		return 0, err
+	}
+	tx, err := w.conn.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("begin target transaction: %w", pg.Describe(err))
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+
+	pr, pw := io.Pipe()
+	m := newMeter(pw, prog, j.def.Name, !p.binary)
+	srcDone := make(chan error, 1)
+	go func() {
+		_, err := src.conn.PgConn().CopyTo(ctx, m, selectSQL(j.def, j.partitioned, p.Plan, t, p.binary))
+		pw.CloseWithError(err) // nil: the target reads EOF
+		srcDone <- err
+	}()
+	tag, tgtErr := w.conn.PgConn().CopyFrom(ctx, pr, p.copyIn)
+	pr.CloseWithError(errTargetStopped)
+	if srcErr := <-srcDone; srcErr != nil && !errors.Is(srcErr, errTargetStopped) {
+		return 0, fmt.Errorf("read the source: %w", srcErr)
+	}
+	if tgtErr != nil {
+		return 0, fmt.Errorf("write the target: %w", pg.Describe(tgtErr))
+	}
+	rows := tag.RowsAffected()
+	if err := markDonePG(ctx, tx, w.cfg.Pipeline, t, rows, m.bytes); err != nil {
+		return 0, err
+	}
+	// Once the rows and the mark are in, the commit is not cancelled: a
+	// task either lands and is counted, or fails before its commit.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if err := tx.Commit(cctx); err != nil {
+		return 0, fmt.Errorf("commit the target transaction: %w", pg.Describe(err))
+	}
+	m.finish(rows)
+	t.Done, t.Rows, t.Bytes = true, rows, m.bytes
+	return rows, nil
+}

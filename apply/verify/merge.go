@@ -1,0 +1,246 @@
+package verify
+
+import (
+	"database/sql"
+	"encoding/hex"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// rawRows is one side's rows of a span, streamed: the text of each
+// column, nil for NULL. Values are valid until the next call of Next.
+type rawRows interface {
+	Next() bool
+	Values() [][]byte
+	Close() error
+}
+
+type pgRows struct{ rr *pgconn.ResultReader }
+
+func (r pgRows) Next() bool       { return r.rr.NextRow() }
+func (r pgRows) Values() [][]byte { return r.rr.Values() }
+func (r pgRows) Close() error     { _, err := r.rr.Close(); return err }
+
+type mysqlRows struct {
+	rows *sql.Rows
+	vals []sql.RawBytes
+	out  [][]byte
+	ptrs []any
+	err  error
+}
+
+func newMySQLRows(rows *sql.Rows, n int) *mysqlRows {
+	r := &mysqlRows{rows: rows, vals: make([]sql.RawBytes, n), out: make([][]byte, n), ptrs: make([]any, n)}
+	for i := range r.vals {
+		r.ptrs[i] = &r.vals[i]
+	}
+	return r
+}
+
+func (r *mysqlRows) Next() bool {
+	if r.err != nil || !r.rows.Next() {
+		return false
+	}
+	if r.err = r.rows.Scan(r.ptrs...); r.err != nil {
+		return false
+	}
+	return true
+}
+
+func (r *mysqlRows) Values() [][]byte {
+	for i, v := range r.vals {
+		r.out[i] = v
+	}
+	return r.out
+}
+
+func (r *mysqlRows) Close() error {
+	err := r.err
+	if err == nil {
+		err = r.rows.Err()
+	}
+	if cerr := r.rows.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// row is one row in normal form: its key fields and a hash of its other
+// fields (or of all, for a table without a key).
+type row struct {
+	key  [][]byte
+	hash uint64
+	buf  []byte
+	ends []int
+}
+
+// fill normalizes vals into r. key lists the key positions (nil: none).
+// isKey marks the key positions.
+func (r *row) fill(vals [][]byte, norm normal, key []int, isKey []bool) error {
+	r.buf = r.buf[:0]
+	r.ends = r.ends[:0]
+	for _, k := range key {
+		v := vals[k]
+		var err error
+		if v != nil {
+			var null bool
+			if r.buf, null, err = norm[k](r.buf, v); err != nil {
+				return err
+			}
+			_ = null // keys are NOT NULL; a NULL conversion compares as empty
+		}
+		r.ends = append(r.ends, len(r.buf))
+	}
+	keyEnd := len(r.buf)
+	for i, v := range vals {
+		if isKey != nil && isKey[i] {
+			continue
+		}
+		if v == nil {
+			r.buf = append(r.buf, 0)
+			continue
+		}
+		r.buf = append(r.buf, 1, 0, 0, 0, 0)
+		start := len(r.buf)
+		var null bool
+		var err error
+		if r.buf, null, err = norm[i](r.buf, v); err != nil {
+			return err
+		}
+		if null {
+			r.buf = append(r.buf[:start-5], 0)
+			continue
+		}
+		n := len(r.buf) - start
+		r.buf[start-4], r.buf[start-3], r.buf[start-2], r.buf[start-1] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
+	}
+	r.hash = fnv64(r.buf[keyEnd:])
+	r.key = r.key[:0]
+	prev := 0
+	for _, e := range r.ends {
+		r.key = append(r.key, r.buf[prev:e])
+		prev = e
+	}
+	return nil
+}
+
+// fnv64 is FNV-1a, 64 bits.
+func fnv64(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
+}
+
+// Key is a row's key, one text per key column, as the side that has the
+// row holds it (normalized for a MySQL target).
+type Key []string
+
+func keyOf(fields [][]byte) Key {
+	k := make(Key, len(fields))
+	for i, f := range fields {
+		if utf8.Valid(f) {
+			k[i] = string(f)
+		} else {
+			k[i] = `\x` + hex.EncodeToString(f)
+		}
+	}
+	return k
+}
+
+// spanResult is what comparing one span found.
+type spanResult struct {
+	SourceRows, TargetRows    int64
+	Missing, Extra, Different int64
+	MissingKeys, ExtraKeys    []Key
+	DifferentKeys             []Key
+	sourceHash, targetHash    [2]uint64 // keyless tables: sums of row hashes
+}
+
+func (r *spanResult) differs() bool {
+	return r.Missing+r.Extra+r.Different > 0 || r.SourceRows != r.TargetRows || r.sourceHash != r.targetHash
+}
+
+// merge reads both sides of a span in key order and notes every key only
+// the source has (missing), only the target has (extra), or both have
+// with other values (different). At most max keys of each are kept.
+func merge(t *table, src, tgt rawRows, max int) (*spanResult, error) {
+	res := &spanResult{}
+	var a, b row
+	nextA := func() (bool, error) {
+		if !src.Next() {
+			return false, nil
+		}
+		res.SourceRows++
+		return true, a.fill(src.Values(), t.src, t.key, t.isKey)
+	}
+	nextB := func() (bool, error) {
+		if !tgt.Next() {
+			return false, nil
+		}
+		res.TargetRows++
+		return true, b.fill(tgt.Values(), t.tgt, t.key, t.isKey)
+	}
+	hasA, err := nextA()
+	if err != nil {
+		return nil, err
+	}
+	hasB, err := nextB()
+	if err != nil {
+		return nil, err
+	}
+	note := func(n *int64, keys *[]Key, fields [][]byte) {
+		*n++
+		if len(*keys) < max {
+			*keys = append(*keys, keyOf(fields))
+		}
+	}
+	for hasA || hasB {
+		c := 0
+		switch {
+		case !hasA:
+			c = 1
+		case !hasB:
+			c = -1
+		default:
+			c = compareKeys(t.orders, a.key, b.key)
+		}
+		switch {
+		case c < 0:
+			note(&res.Missing, &res.MissingKeys, a.key)
+		case c > 0:
+			note(&res.Extra, &res.ExtraKeys, b.key)
+		case a.hash != b.hash:
+			note(&res.Different, &res.DifferentKeys, a.key)
+		}
+		if c <= 0 {
+			if hasA, err = nextA(); err != nil {
+				return nil, err
+			}
+		}
+		if c >= 0 {
+			if hasB, err = nextB(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return res, nil
+}
+
+// sumRows counts and hashes the rows of a table without a key, in any
+// order: the sums of two hashes of each row compare the multisets.
+func sumRows(rows rawRows, norm normal, count *int64, sum *[2]uint64) error {
+	var r row
+	for rows.Next() {
+		if err := r.fill(rows.Values(), norm, nil, nil); err != nil {
+			return err
+		}
+		*count++
+		sum[0] += r.hash
+		sum[1] += fnv64(append(r.buf, 0x5a)) * 0x9e3779b97f4a7c15
+	}
+	return nil
+}

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/spf13/cobra"
+
+	"github.com/decant/decant/apply"
+	"github.com/decant/decant/apply/bulk"
+	"github.com/decant/decant/source"
+	"github.com/decant/decant/source/pgoutput"
+)
+
+// The initial copy (init --copy, migrate). The slot is created together
+// with an exported snapshot of the moment it became consistent; every
+// selected table is copied under that snapshot, by parallel workers, while
+// the session that exported it stays open; streaming then starts at the
+// slot's consistent point, so nothing is missed or applied twice.
+
+// exportForCopy creates the pipeline's slot with an exported snapshot.
+// The checkpoint row is written once the copy is done, so a slot without
+// one is left by an interrupted init: it is dropped and, where a copy had
+// begun, the tables it filled are emptied. Its snapshot ended with the
+// process that exported it, and rows changed since cannot be told apart
+// from rows copied, so the copy starts over.
+func exportForCopy(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, hasRow bool, log *slog.Logger) (*pgoutput.Exported, error) {
+	if hasRow {
+		return nil, usagef("pipeline %s is already initialized; --copy copies the tables when a pipeline starts: run decant drop --yes first (and empty the target tables), then init --copy", c.Pipeline)
+	}
+	slot, err := pgoutput.ReadSlot(ctx, src, c.Pipeline)
+	if err != nil {
+		return nil, err
+	}
+	if slot.Exists {
+		asOf, remaining, err := bulk.Pending(ctx, c.Target, c.Pipeline)
+		if err != nil {
+			return nil, err
+		}
+		if asOf != 0 {
+			log.Warn("restarting an interrupted initial copy: the snapshot it was taken under ended with the process that exported it, so the tables it filled are emptied and copied again",
+				"pipeline", c.Pipeline, "as_of", asOf.String(), "unfinished_tables", len(remaining))
+		} else {
+			log.Warn("dropping the slot of an interrupted init; no table had been copied yet", "slot", c.Pipeline)
+		}
+		if err := restartCopy(ctx, c, src, tgt, asOf != 0); err != nil {
+			return nil, err
+		}
+	}
+	return pgoutput.ExportSlot(ctx, c.Source, c.Pipeline, false)
+}
+
+// restartCopy undoes an interrupted copy: slot, copy state, and the rows
+// it put in the target tables.
+func restartCopy(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, copied bool) error {
+	if copied {
+		tables, err := pgoutput.SelectTables(ctx, src, c.filter)
+		if err != nil {
+			return err
+		}
+		names := make([]source.TableName, len(tables))
+		for i, t := range tables {
+			names[i] = t.Name
+		}
+		if err := tgt.Empty(ctx, names); err != nil {
+			return err
+		}
+		if err := bulk.Forget(ctx, c.Target, c.Pipeline); err != nil {
+			return err
+		}
+	}
+	_, err := pgoutput.DropSlot(ctx, src, c.Pipeline)
+	return err
+}
+
+// copyTables copies the selected tables under the exported snapshot, then
+// builds the secondary indexes of the tables init created.
+func copyTables(ctx context.Context, c config, o initOptions, src *pgx.Conn, tgt targetAdmin, exp *pgoutput.Exported, tables []pgoutput.Table, created []*source.TableDef, log *slog.Logger) error {
+	defs := make([]*source.TableDef, 0, len(tables))
+	for _, t := range tables {
+		def, err := pgoutput.DescribeTable(ctx, src, t.Name)
+		if err != nil {
+			return err
+		}
+		defs = append(defs, def)
+	}
+	progress := newCopyProgress(log)
+	cfg := bulk.Config{
+		Source: c.Source, Snapshot: exp.Snapshot, AsOf: exp.Consistent, Target: c.Target, Pipeline: c.Pipeline,
+		Tables: defs, Router: c.router(), Columns: c.columns, Policy: c.policy, Jobs: o.jobs,
+		Progress: progress, Logger: log,
+	}
+	var res bulk.Result
+	var err error
+	// The snapshot lives as long as this process holds the exporting
+	// session: a worker's lost connection is retried, and only the tables
+	// (or ranges) not yet recorded as copied are copied again.
+	for attempt := 1; ; attempt++ {
+		res, err = bulk.Copy(ctx, cfg)
+		if err == nil || attempt == 3 || !apply.Transient(err) || errors.Is(err, bulk.ErrSnapshotGone) {
+			break
+		}
+		log.Warn("initial copy interrupted; resuming what is not copied yet", "error", err.Error(), "attempt", attempt)
+		time.Sleep(time.Duration(attempt) * time.Second)
+	}
+	progress.Wait()
+	if err != nil {
+		return fmt.Errorf("initial copy: %w (run decant init --copy again to restart it)", err)
+	}
+	if len(created) > 0 {
+		start := time.Now()
+		if err := tgt.CreateIndexes(ctx, created); err != nil {
+			return err
+		}
+		log.Info("secondary indexes built", "tables", len(created), "seconds", time.Since(start).Seconds())
+	}
+	log.Info("initial copy done", "tables", res.Tables, "rows", res.Rows, "MB", float64(res.Bytes)/1e6,
+		"seconds", res.Elapsed.Seconds(), "rows_per_s", float64(res.Rows)/max(res.Elapsed.Seconds(), 0.001))
+	fmt.Printf("copied %d tables, %d rows (%.1f MB) in %.1fs as of %s\n", res.Tables, res.Rows, float64(res.Bytes)/1e6, res.Elapsed.Seconds(), exp.Consistent)
+	return nil
+}
+
+// copyFinished refuses to stream while the pipeline's initial copy is
+// unfinished: the tables would lack rows that the stream never brings.
+func copyFinished(ctx context.Context, c config) error {
+	if c.gaussSource() {
+		return nil
+	}
+	_, remaining, err := bulk.Pending(ctx, c.Target, c.Pipeline)
+	if err != nil {
+		return err
+	}
+	if len(remaining) > 0 {
+		return fmt.Errorf("the initial copy of pipeline %s did not finish (%s still to copy): run decant init --copy again to restart it", c.Pipeline, joinNames(remaining))
+	}
+	return nil
+}
+
+func migrateCmd() *cobra.Command {
+	var f flags
+	var o initOptions
+	var catchUp bool
+	var slotWait time.Duration
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "init --copy, then run: copy the tables as of a snapshot, then keep the target up to date",
+		Long: `Does what decant init --copy and then decant run do: checks source and
+target, creates the publication and a slot with an exported snapshot, copies
+every selected table under it (--jobs workers; with --create-tables the
+target tables are made first and their secondary indexes built after the
+data), then streams from the slot's consistent point until SIGINT/SIGTERM,
+or with --catch-up until the target has everything committed before the
+streaming began. Then check it with decant verify, and switch over with
+decant cutover.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := f.load(cmd)
+			if err != nil {
+				return err
+			}
+			if c.gaussSource() {
+				return usagef("migrate needs a PostgreSQL source (an exported snapshot); for GaussDB, copy the tables first, then init and run")
+			}
+			o.copy = true
+			log := logger(c)
+			if err := initPipeline(cmd.Context(), c, o, log); err != nil {
+				return err
+			}
+			return runPipeline(cmd.Context(), c, catchUp, slotWait, log)
+		},
+	}
+	addFlags(cmd, &f, true)
+	addMappingFlags(cmd, &f)
+	addStreamFlags(cmd, &f)
+	cmd.Flags().BoolVar(&o.create, "create-tables", false, "create missing target tables from the source catalog")
+	cmd.Flags().BoolVar(&o.ddl, "ddl", false, "replicate schema changes too")
+	cmd.Flags().IntVar(&o.jobs, "jobs", runtime.NumCPU(), "parallel copy workers (tables, and ranges of large tables)")
+	cmd.Flags().BoolVar(&catchUp, "catch-up", false, "exit 0 once the target has what the source committed before streaming began")
+	cmd.Flags().DurationVar(&slotWait, "slot-wait", 60*time.Second, "how long to keep retrying while the slot is held by another session")
+	return cmd
+}

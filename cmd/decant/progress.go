@@ -1,0 +1,138 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+	"golang.org/x/term"
+
+	"github.com/decant/decant/source"
+)
+
+// copyProgress shows the initial copy: a bar per table (rows, bytes,
+// rate, ETA) when stderr is a terminal, otherwise a log line per table
+// every few seconds while it copies, and one when it is done.
+type copyProgress struct {
+	log      *slog.Logger
+	interval time.Duration
+
+	mu     sync.Mutex
+	bars   *mpb.Progress
+	tables map[source.TableName]*tableProgress
+}
+
+type tableProgress struct {
+	name                    string
+	rows                    atomic.Int64 // read by the bar's decorator
+	bytes                   int64
+	estRows                 int64
+	estBytes                int64
+	started, last, reported time.Time
+	bar                     *mpb.Bar
+}
+
+func newCopyProgress(log *slog.Logger) *copyProgress {
+	p := &copyProgress{log: log, interval: 5 * time.Second, tables: map[source.TableName]*tableProgress{}}
+	if term.IsTerminal(int(os.Stderr.Fd())) {
+		p.bars = mpb.New(mpb.WithOutput(os.Stderr), mpb.WithWidth(32), mpb.WithRefreshRate(200*time.Millisecond))
+	}
+	return p
+}
+
+// Planned registers a table with the source's size estimates.
+func (p *copyProgress) Planned(table source.TableName, rows, bytes int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if t := p.tables[table]; t != nil {
+		// Copy was called again (a retry): it reports every table again
+		// from the start, done tasks included.
+		t.rows.Store(0)
+		t.bytes = 0
+		if t.bar != nil && !t.bar.Completed() {
+			t.bar.SetCurrent(0)
+		}
+		return
+	}
+	now := time.Now()
+	t := &tableProgress{name: table.String(), estRows: rows, estBytes: max(bytes, 1), started: now, last: now, reported: now}
+	p.tables[table] = t
+	if p.bars != nil {
+		t.bar = p.bars.New(t.estBytes, mpb.BarStyle(),
+			mpb.PrependDecorators(decor.Name(t.name, decor.WCSyncSpaceR), decor.Any(func(decor.Statistics) string {
+				return fmt.Sprintf("%d rows", t.rows.Load())
+			}, decor.WCSyncSpace)),
+			mpb.AppendDecorators(decor.Counters(decor.SizeB1024(0), "% .1f / % .1f", decor.WCSyncSpace),
+				decor.AverageSpeed(decor.SizeB1024(0), "% .1f", decor.WCSyncSpace),
+				decor.OnComplete(decor.AverageETA(decor.ET_STYLE_MMSS, decor.WCSyncSpace), "done")))
+	}
+}
+
+// Copied adds what a worker copied. The bar is updated after the lock is
+// released: mpb renders from its own goroutine.
+func (p *copyProgress) Copied(table source.TableName, rows, bytes int64) {
+	p.mu.Lock()
+	t := p.tables[table]
+	if t == nil {
+		p.mu.Unlock()
+		return
+	}
+	rowsNow := t.rows.Add(rows)
+	t.bytes += bytes
+	grow := int64(0)
+	if t.bytes > t.estBytes { // the estimate was low: grow the bar
+		t.estBytes = t.bytes + t.bytes/10
+		grow = t.estBytes
+	}
+	now := time.Now()
+	since := now.Sub(t.last)
+	t.last = now
+	report := t.bar == nil && now.Sub(t.reported) >= p.interval
+	if report {
+		t.reported = now
+	}
+	bytesNow, secs := t.bytes, now.Sub(t.started).Seconds()
+	p.mu.Unlock()
+	if t.bar != nil && !t.bar.Completed() {
+		if grow > 0 {
+			t.bar.SetTotal(grow, false)
+		}
+		t.bar.EwmaIncrInt64(bytes, since)
+	}
+	if report {
+		p.log.Info("copying", "table", t.name, "rows", rowsNow, "estimated_rows", t.estRows,
+			"MB", float64(bytesNow)/1e6, "MB_per_s", float64(bytesNow)/1e6/max(secs, 0.001))
+	}
+}
+
+// Done marks a table copied.
+func (p *copyProgress) Done(table source.TableName) {
+	p.mu.Lock()
+	t := p.tables[table]
+	var bytes int64
+	if t != nil {
+		bytes = t.bytes
+	}
+	p.mu.Unlock()
+	if t == nil {
+		return
+	}
+	if t.bar != nil {
+		t.bar.SetTotal(-1, true)
+		return
+	}
+	p.log.Info("table copied", "table", t.name, "rows", t.rows.Load(), "MB", float64(bytes)/1e6,
+		"seconds", time.Since(t.started).Seconds())
+}
+
+// Wait lets the bars draw their last state.
+func (p *copyProgress) Wait() {
+	if p.bars != nil {
+		p.bars.Wait()
+	}
+}

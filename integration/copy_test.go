@@ -1,0 +1,244 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The initial copy: decant init --copy copies every table under the
+// snapshot exported with the slot, then streaming starts at the slot's
+// consistent point.
+
+const copySchema = mixedSchema + `
+CREATE TABLE big (id integer PRIMARY KEY, v text, amount numeric(12,2), at timestamptz, doc jsonb, flag boolean);
+`
+
+const copyRows = `
+INSERT INTO big SELECT g, 'row ' || g, g * 1.25, '2024-01-01'::timestamptz + g * interval '1 minute',
+	jsonb_build_object('g', g, 'tag', 'x' || (g %% 7)), g %% 3 = 0 FROM generate_series(1, %d) g;
+INSERT INTO accounts SELECT g, 'owner ' || g, g, CASE WHEN g %% 5 = 0 THEN NULL ELSE 'n' END FROM generate_series(0, 399) g;
+INSERT INTO events SELECT g %% 5, 'e' FROM generate_series(1, 300) g;
+INSERT INTO batches (client, n, body) SELECT g %% 4, g, 'b' FROM generate_series(1, 200) g;
+`
+
+// copyWriters keeps clients writing until stop: the mixed workload, plus
+// updates and deletes of rows of big that the copy is reading and inserts
+// past them.
+func copyWriters(t *testing.T, dsn string, clients int, stop *atomic.Bool) (wait func() int64) {
+	var wg sync.WaitGroup
+	var committed atomic.Int64
+	errs := make(chan error, clients)
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func(client int) {
+			defer wg.Done()
+			conn, err := pgx.Connect(t.Context(), dsn)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer conn.Close(t.Context())
+			rng := rand.New(rand.NewPCG(uint64(client), 7))
+			for i := 0; !stop.Load(); i++ {
+				var err error
+				id := 1 + rng.IntN(100000)
+				switch i % 4 {
+				case 0:
+					_, err = conn.Exec(t.Context(), `UPDATE big SET v = v || '+', amount = amount + 1, doc = doc || '{"u": 1}' WHERE id = $1`, id)
+				case 1:
+					_, err = conn.Exec(t.Context(), `DELETE FROM big WHERE id = $1`, id)
+				case 2:
+					_, err = conn.Exec(t.Context(), `INSERT INTO big VALUES ($1, 'new', 1, now(), '{}', true) ON CONFLICT (id) DO NOTHING`, 1000000+client*100000+i)
+				default:
+					_, err = mixedTxn(t.Context(), conn, rng, client)
+				}
+				if err != nil {
+					errs <- fmt.Errorf("writer %d: %w", client, err)
+					return
+				}
+				committed.Add(1)
+			}
+		}(c)
+	}
+	return func() int64 {
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		return committed.Load()
+	}
+}
+
+// TestCopyWhileWriting copies tables while four clients keep writing to
+// them (updating and deleting the rows being copied), then catches up:
+// the target must equal the source, on both targets.
+func TestCopyWhileWriting(t *testing.T) {
+	for _, mysql := range []bool{false, true} {
+		t.Run(map[bool]string{false: "postgres", true: "mariadb"}[mysql], func(t *testing.T) {
+			p := newTargetPair(t, mysql)
+			psql(t, p.src, copySchema)
+			psql(t, p.src, fmt.Sprintf(copyRows, 100000))
+			args := []string{"init", "--copy", "--jobs", "4"}
+			if mysql {
+				args = append(args, "--create-tables")
+			} else {
+				psql(t, p.tgt, copySchema) // empty tables
+			}
+			var stop atomic.Bool
+			wait := copyWriters(t, p.src, 4, &stop)
+			time.Sleep(300 * time.Millisecond) // writes in flight when the snapshot is taken
+			out := p.mustDecant(args...)
+			stop.Store(true)
+			n := wait()
+			t.Logf("%d writes during the copy; %s", n, lastLine(out))
+			if n == 0 {
+				t.Fatal("no writes ran during the copy")
+			}
+			finalMarker(t, p.src)
+			p.mustDecant("run", "--catch-up")
+			p.assertEqual()
+		})
+	}
+}
+
+// TestCopyWithoutLocalInfile copies into a MariaDB server that forbids
+// LOAD DATA LOCAL INFILE: the copy goes by multi-row INSERTs instead.
+func TestCopyWithoutLocalInfile(t *testing.T) {
+	p := newMySQLPair(t)
+	if _, err := targetMy.Exec(t.Context(), "", "SET GLOBAL local_infile = 0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { targetMy.Exec(context.Background(), "", "SET GLOBAL local_infile = 1") })
+	psql(t, p.src, copySchema)
+	psql(t, p.src, fmt.Sprintf(copyRows, 20000))
+	out := p.mustDecant("init", "--copy", "--create-tables", "--jobs", "2")
+	if !strings.Contains(out, "local_infile") {
+		t.Errorf("init --copy did not say it falls back from LOAD DATA LOCAL INFILE:\n%s", out)
+	}
+	finalMarker(t, p.src)
+	p.mustDecant("run", "--catch-up")
+	p.assertEqual()
+}
+
+// TestCopyKilled SIGKILLs decant during the copy: streaming is refused
+// until the copy is done, and init --copy again restarts it (its snapshot
+// ended with the killed process); after catch-up the target equals the
+// source.
+func TestCopyKilled(t *testing.T) {
+	for _, mysql := range []bool{false, true} {
+		t.Run(map[bool]string{false: "postgres", true: "mariadb"}[mysql], func(t *testing.T) {
+			p := newTargetPair(t, mysql)
+			psql(t, p.src, copySchema)
+			psql(t, p.src, fmt.Sprintf(copyRows, 400000))
+			args := []string{"init", "--copy", "--jobs", "1"}
+			if mysql {
+				args = append(args, "--create-tables")
+			} else {
+				psql(t, p.tgt, copySchema)
+			}
+			cmd := exec.Command(decantBin, p.args(args...)...)
+			out := &syncBuffer{}
+			cmd.Stdout, cmd.Stderr = out, out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 60*time.Second, p.copyPlanned) // killed once the copy's plan is on the target
+			cmd.Process.Kill()
+			cmd.Wait()
+			psql(t, p.src, `UPDATE big SET v = 'after the kill' WHERE id % 1000 = 0; DELETE FROM accounts WHERE id < 10;`)
+
+			_, stderr, code := p.decant("run", "--catch-up")
+			if code != 1 || !strings.Contains(stderr, "did not finish") {
+				t.Fatalf("run after a killed copy: exit %d, want 1 refusing to stream: %s", code, stderr)
+			}
+			restart := p.mustDecant(args...)
+			if !strings.Contains(restart, "restarting an interrupted initial copy") {
+				t.Errorf("init --copy did not say it restarts the copy:\n%s", restart)
+			}
+			finalMarker(t, p.src)
+			p.mustDecant("run", "--catch-up")
+			p.assertEqual()
+		})
+	}
+}
+
+// TestCutover migrates tables with sequences (serial and identity), keeps
+// decant running while clients write, then runs cutover: fence, catch-up,
+// sequences and verify pass, and a row inserted on the target afterwards
+// takes the next id the source would give. Without a running decant the
+// fence is never reached: cutover says it is not safe.
+func TestCutover(t *testing.T) {
+	const schema = `
+CREATE TABLE orders (id bigserial PRIMARY KEY, item text);
+CREATE TABLE notes (id integer GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY, body text);
+CREATE TABLE marker (id integer PRIMARY KEY, xid text);
+INSERT INTO orders (item) SELECT 'o' || g FROM generate_series(1, 500) g;
+INSERT INTO notes (body) SELECT 'n' || g FROM generate_series(1, 50) g;
+`
+	for _, mysql := range []bool{false, true} {
+		t.Run(map[bool]string{false: "postgres", true: "mariadb"}[mysql], func(t *testing.T) {
+			p := newTargetPair(t, mysql)
+			psql(t, p.src, schema)
+			p.mustDecant("init", "--copy", "--create-tables")
+			_, stderr, code := p.decant("cutover", "--timeout", "3s")
+			if code != 1 || !strings.Contains(stderr+"", "not safe") {
+				t.Errorf("cutover without decant run: exit %d, want 1 (not safe): %s", code, stderr)
+			}
+			a := p.start()
+			psql(t, p.src, `INSERT INTO orders (item) SELECT 'later' FROM generate_series(1, 100); INSERT INTO notes (body) VALUES ('later');`)
+			out := p.mustDecant("cutover", "--verify", "--timeout", "60s")
+			a.stop(t)
+			if !strings.Contains(out, "safe to switch") {
+				t.Errorf("cutover did not say it is safe:\n%s", out)
+			}
+			p.assertEqual()
+			want := queryValue(t, p.src, `SELECT nextval('orders_id_seq')::text`)
+			var got string
+			if mysql {
+				p.myExec(`INSERT INTO orders (item) VALUES ('on the target')`)
+				got = p.myValue(`SELECT MAX(id) FROM orders`)
+			} else {
+				got = queryValue(t, p.tgt, `INSERT INTO orders (item) VALUES ('on the target') RETURNING id::text`)
+			}
+			if got != want {
+				t.Errorf("a row inserted on the target after cutover got id %s, the source's next is %s", got, want)
+			}
+		})
+	}
+}
+
+// copyPlanned says whether the target holds the pipeline's copy state
+// (the copy's tasks, stored before the first is copied).
+func (p *pair) copyPlanned() bool {
+	query := `SELECT count(*) FROM decant.copy_state WHERE pipeline = '` + p.name + `'`
+	var n int
+	var err error
+	if p.mysql {
+		conn, close := p.myConn()
+		defer close()
+		err = conn.QueryRowContext(p.t.Context(), strings.Replace(query, "decant.copy_state", "decant_copy_state", 1)).Scan(&n)
+	} else {
+		conn, cerr := pgx.Connect(p.t.Context(), p.tgt)
+		if cerr != nil {
+			return false
+		}
+		defer conn.Close(p.t.Context())
+		err = conn.QueryRow(p.t.Context(), query).Scan(&n)
+	}
+	return err == nil && n > 0 // the table does not exist before
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
