@@ -209,10 +209,36 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp checkpoint.Row, stopAt sour
 	// Whatever ends the session, nothing of a transaction still in
 	// progress stays on the target.
 	defer p.rollbackStreams(ctx)
+	// A transaction without changes for the target (cutover's fence) that
+	// IdleAdvance held back is written once no chunk has come for that
+	// long, rather than with the next keepalive.
+	advance := time.NewTimer(time.Hour)
+	advance.Stop()
+	defer advance.Stop()
+	deferred := false
 	for {
 		var c source.Chunk
+		var pending <-chan time.Time
+		if deferred && !g.open {
+			advance.Reset(max(time.Until(lastWrite.Add(p.cfg.IdleAdvance)), 0))
+			pending = advance.C
+		}
 		select {
 		case c = <-ch:
+		case <-pending:
+			deferred = false
+			if g.cp.End == stored.End && g.cp.Hold == stored.Hold {
+				continue // written meanwhile
+			}
+			if err := p.commit(ctx, &g, &stored); err != nil {
+				p.rollback(ctx, &g)
+				return err
+			}
+			lastWrite = time.Now()
+			if p.cfg.CatchUp && stored.End >= stopAt {
+				return errCaughtUp
+			}
+			continue
 		case <-readDone:
 			p.rollback(ctx, &g)
 			return errReaderDone
@@ -261,10 +287,14 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp checkpoint.Row, stopAt sour
 		// With nothing written (an idle mark, or a transaction without changes
 		// for the target), the checkpoint only moves the resume position: do
 		// that at most every IdleAdvance, unless catch-up waits for it.
-		if !g.open && ((g.cp.End == stored.End && g.cp.Hold == stored.Hold) ||
-			(time.Since(lastWrite) < p.cfg.IdleAdvance && !(p.cfg.CatchUp && g.cp.End >= stopAt))) {
+		if !g.open && g.cp.End == stored.End && g.cp.Hold == stored.Hold {
 			continue
 		}
+		if !g.open && time.Since(lastWrite) < p.cfg.IdleAdvance && !(p.cfg.CatchUp && g.cp.End >= stopAt) {
+			deferred = deferred || c.Txn != nil
+			continue
+		}
+		deferred = false
 		if err := p.commit(ctx, &g, &stored); err != nil {
 			p.rollback(ctx, &g)
 			return err
