@@ -20,6 +20,7 @@ import (
 
 const copySchema = mixedSchema + `
 CREATE TABLE big (id integer PRIMARY KEY, v text, amount numeric(12,2), at timestamptz, doc jsonb, flag boolean);
+CREATE INDEX big_at ON big (at);
 `
 
 const copyRows = `
@@ -140,12 +141,7 @@ func TestCopyKilled(t *testing.T) {
 			p := newTargetPair(t, mysql)
 			psql(t, p.src, copySchema)
 			psql(t, p.src, fmt.Sprintf(copyRows, 400000))
-			args := []string{"init", "--copy", "--jobs", "1"}
-			if mysql {
-				args = append(args, "--create-tables")
-			} else {
-				psql(t, p.tgt, copySchema)
-			}
+			args := []string{"init", "--copy", "--jobs", "1", "--create-tables"}
 			cmd := exec.Command(decantBin, p.args(args...)...)
 			out := &syncBuffer{}
 			cmd.Stdout, cmd.Stderr = out, out
@@ -162,8 +158,18 @@ func TestCopyKilled(t *testing.T) {
 				t.Fatalf("run after a killed copy: exit %d, want 1 refusing to stream: %s", code, stderr)
 			}
 			restart := p.mustDecant(args...)
-			if !strings.Contains(restart, "restarting an interrupted initial copy") {
-				t.Errorf("init --copy did not say it restarts the copy:\n%s", restart)
+			for _, want := range []string{"dropped a target table left by an interrupted initial copy", "restarting an interrupted initial copy"} {
+				if !strings.Contains(restart, want) {
+					t.Errorf("init --copy did not say %q:\n%s", want, restart)
+				}
+			}
+			// The tables made again have their keys and indexes.
+			indexes := `SELECT count(*)::text FROM pg_indexes WHERE tablename = 'big'`
+			if mysql {
+				indexes = `SELECT COUNT(DISTINCT INDEX_NAME) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'big'`
+			}
+			if n := p.targetValue(indexes); n != "2" {
+				t.Errorf("target table big has %s indexes after the copy, want 2 (primary key, big_at)", n)
 			}
 			finalMarker(t, p.src)
 			p.mustDecant("run", "--catch-up")
@@ -215,6 +221,15 @@ INSERT INTO notes (body) SELECT 'n' || g FROM generate_series(1, 50) g;
 			}
 		})
 	}
+}
+
+// targetValue runs a query returning one value on the target.
+func (p *pair) targetValue(query string) string {
+	p.t.Helper()
+	if p.mysql {
+		return p.myValue(query)
+	}
+	return queryValue(p.t, p.tgt, query)
 }
 
 // copyPlanned says whether the target holds the pipeline's copy state

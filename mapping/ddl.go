@@ -16,7 +16,18 @@ type TableDDL struct {
 	Table   []string
 	Indexes []string
 	Notes   []string
+	// PostgreSQL only: Keyless creates the table without its primary key
+	// and AddKey adds it, for a bulk load that builds the key after the
+	// data (one sort instead of an insert per row). AddKey is "" for a
+	// table without a primary key.
+	Keyless []string
+	AddKey  string
 }
+
+// UnfinishedCopy is the comment on a target table that init --copy created
+// and whose copy, keys and indexes are not done yet: an interrupted copy
+// leaves it, and the next init --copy drops such a table and starts over.
+const UnfinishedCopy = "decant: initial copy unfinished; keys and indexes follow it"
 
 // columnDefs returns the written columns of def with their target names,
 // skipping excluded ones.
@@ -91,12 +102,18 @@ func CreatePG(def *source.TableDef, target source.TableName, rules ColumnRules) 
 		}
 		lines = append(lines, line)
 	}
+	d.Keyless = []string{
+		"CREATE SCHEMA IF NOT EXISTS " + QuotePG(target.Schema),
+		"CREATE TABLE " + QuotePGTable(target) + " (\n\t" + strings.Join(lines, ",\n\t") + "\n)",
+	}
 	if len(def.PrimaryKey) > 0 {
 		pk, ok := targetColumns(def.PrimaryKey, names)
 		if !ok {
 			return d, fmt.Errorf("source table %s: a primary key column is excluded", def.Name)
 		}
-		lines = append(lines, "PRIMARY KEY ("+joinQuoted(pk, QuotePG)+")")
+		key := "PRIMARY KEY (" + joinQuoted(pk, QuotePG) + ")"
+		lines = append(lines, key)
+		d.AddKey = "ALTER TABLE " + QuotePGTable(target) + " ADD " + key
 	}
 	d.Table = []string{
 		"CREATE SCHEMA IF NOT EXISTS " + QuotePG(target.Schema),

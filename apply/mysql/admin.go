@@ -113,6 +113,8 @@ func (a *Admin) Create(ctx context.Context, defs []*source.TableDef, indexes boo
 		stmts := ddl.Table
 		if indexes {
 			stmts = append(stmts, ddl.Indexes...)
+		} else {
+			stmts = append(stmts, "ALTER TABLE "+mapping.QuoteMySQLTable(target)+" COMMENT = '"+mapping.UnfinishedCopy+"'")
 		}
 		for _, s := range stmts {
 			if _, err := a.s.Conn.ExecContext(ctx, s); err != nil {
@@ -127,7 +129,7 @@ func (a *Admin) Create(ctx context.Context, defs []*source.TableDef, indexes boo
 }
 
 // CreateIndexes builds the plain secondary indexes of tables Create made
-// without them.
+// without them, then clears their unfinished-copy mark.
 func (a *Admin) CreateIndexes(ctx context.Context, defs []*source.TableDef) error {
 	for _, def := range defs {
 		target := a.cfg.Router.Route(def.Name)
@@ -135,13 +137,39 @@ func (a *Admin) CreateIndexes(ctx context.Context, defs []*source.TableDef) erro
 		if err != nil {
 			return err
 		}
-		for _, s := range ddl.Indexes {
+		stmts := append(ddl.Indexes, "ALTER TABLE "+mapping.QuoteMySQLTable(target)+" COMMENT = ''")
+		for _, s := range stmts {
 			if _, err := a.s.Conn.ExecContext(ctx, s); err != nil {
-				return fmt.Errorf("build an index of %s: %w", targetText(target), describe(err))
+				return fmt.Errorf("build the indexes of %s: %w", targetText(target), describe(err))
 			}
 		}
 	}
 	return nil
+}
+
+// DropUnfinished drops the target tables of the given source tables that
+// Create made for an initial copy that did not finish (their indexes were
+// never built), and returns them: init --copy makes them again.
+func (a *Admin) DropUnfinished(ctx context.Context, tables []source.TableName) ([]source.TableName, error) {
+	var dropped []source.TableName
+	for _, t := range tables {
+		target := a.cfg.Router.Route(t)
+		var n int
+		err := a.s.Conn.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.TABLES
+			WHERE TABLE_SCHEMA = COALESCE(NULLIF(?, ''), DATABASE()) AND TABLE_NAME = ? AND TABLE_COMMENT = ?`,
+			target.Schema, target.Name, mapping.UnfinishedCopy).Scan(&n)
+		if err != nil {
+			return dropped, fmt.Errorf("read the comment of target table %s: %w", targetText(target), describe(err))
+		}
+		if n == 0 {
+			continue
+		}
+		if _, err := a.s.Conn.ExecContext(ctx, "DROP TABLE "+mapping.QuoteMySQLTable(target)); err != nil {
+			return dropped, fmt.Errorf("drop target table %s left by an interrupted copy: %w", targetText(target), describe(err))
+		}
+		dropped = append(dropped, target)
+	}
+	return dropped, nil
 }
 
 // RecordSchema stores the source definitions of the replicated tables as

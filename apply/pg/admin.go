@@ -93,6 +93,9 @@ func (a *Admin) Create(ctx context.Context, defs []*source.TableDef, indexes boo
 		stmts := append(mapping.CreateTypesPG(types), ddl.Table...)
 		if indexes {
 			stmts = append(stmts, ddl.Indexes...)
+		} else {
+			stmts = append(append(mapping.CreateTypesPG(types), ddl.Keyless...),
+				"COMMENT ON TABLE "+mapping.QuotePGTable(target)+" IS "+quoteLiteral(mapping.UnfinishedCopy))
 		}
 		if err := pgx.BeginFunc(ctx, a.conn, func(tx pgx.Tx) error {
 			for _, s := range stmts {
@@ -111,22 +114,57 @@ func (a *Admin) Create(ctx context.Context, defs []*source.TableDef, indexes boo
 	return notes, nil
 }
 
-// CreateIndexes builds the secondary indexes of tables Create made
-// without them.
+// CreateIndexes builds the primary keys and secondary indexes of tables
+// Create made without them, then clears their unfinished-copy mark.
 func (a *Admin) CreateIndexes(ctx context.Context, defs []*source.TableDef) error {
+	// As for a restore: index builds sort in memory up to this.
+	if _, err := a.conn.Exec(ctx, "SET maintenance_work_mem = '256MB'"); err != nil {
+		return fmt.Errorf("set maintenance_work_mem on the target: %w", err)
+	}
+	defer a.conn.Exec(context.WithoutCancel(ctx), "RESET maintenance_work_mem")
 	for _, def := range defs {
 		target := a.cfg.Router.Route(def.Name)
 		ddl, err := mapping.CreatePG(def, target, a.cfg.Columns[def.Name])
 		if err != nil {
 			return err
 		}
-		for _, s := range ddl.Indexes {
+		stmts := ddl.Indexes
+		if ddl.AddKey != "" {
+			stmts = append([]string{ddl.AddKey}, stmts...)
+		}
+		stmts = append(stmts, "COMMENT ON TABLE "+mapping.QuotePGTable(target)+" IS NULL")
+		for _, s := range stmts {
 			if _, err := a.conn.Exec(ctx, s); err != nil {
-				return fmt.Errorf("build an index of %s: %s: %w", target, firstLine(s), err)
+				return fmt.Errorf("build the keys and indexes of %s: %s: %w", target, firstLine(s), err)
 			}
 		}
 	}
 	return nil
+}
+
+// DropUnfinished drops the target tables of the given source tables that
+// Create made for an initial copy that did not finish (their keys and
+// indexes were never built), and returns them: init --copy makes them
+// again.
+func (a *Admin) DropUnfinished(ctx context.Context, tables []source.TableName) ([]source.TableName, error) {
+	var dropped []source.TableName
+	for _, t := range tables {
+		target := a.cfg.Router.Route(t)
+		var marked bool
+		err := a.conn.QueryRow(ctx, `SELECT coalesce(obj_description(to_regclass($1), 'pg_class') = $2, false)`,
+			mapping.QuotePGTable(target), mapping.UnfinishedCopy).Scan(&marked)
+		if err != nil {
+			return dropped, fmt.Errorf("read the comment of target table %s: %w", target, err)
+		}
+		if !marked {
+			continue
+		}
+		if _, err := a.conn.Exec(ctx, "DROP TABLE "+mapping.QuotePGTable(target)); err != nil {
+			return dropped, fmt.Errorf("drop target table %s left by an interrupted copy: %w", target, err)
+		}
+		dropped = append(dropped, target)
+	}
+	return dropped, nil
 }
 
 // missingTypes lists the user-defined types of def's columns that the
@@ -197,3 +235,5 @@ func (a *Admin) Empty(ctx context.Context, tables []source.TableName) error {
 	}
 	return nil
 }
+
+func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

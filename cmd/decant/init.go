@@ -197,6 +197,17 @@ func checkTables(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, 
 	if err := c.router().CheckCollisions(names); err != nil {
 		return nil, nil, err
 	}
+	if o.copy && o.create {
+		// Tables an interrupted init --copy --create-tables made hold part
+		// of a copy and lack their keys and indexes: make them again.
+		dropped, err := tgt.DropUnfinished(ctx, names)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, t := range dropped {
+			log.Warn("dropped a target table left by an interrupted initial copy; it is created and copied again", "table", t.String())
+		}
+	}
 	missing, problems, notes, err := tgt.Check(ctx, rels)
 	if err != nil {
 		return nil, nil, err

@@ -19,6 +19,7 @@ type targetAdmin interface {
 	Create(ctx context.Context, defs []*source.TableDef, indexes bool) (notes []string, err error)
 	CreateIndexes(ctx context.Context, defs []*source.TableDef) error
 	Empty(ctx context.Context, tables []source.TableName) error
+	DropUnfinished(ctx context.Context, tables []source.TableName) ([]source.TableName, error)
 	EnsureCheckpoint(ctx context.Context, row checkpoint.Row) (checkpoint.Row, bool, error)
 	ReadCheckpoint(ctx context.Context, pipeline string) (checkpoint.Row, error)
 	DeleteCheckpoint(ctx context.Context, pipeline string) (bool, error)

@@ -74,11 +74,22 @@ func (b *bench) runCopy(ctx context.Context, c benchCase) ([]result, []string, e
 
 	pgBin := func(name string) string { return "/usr/lib/postgresql/15/bin/" + name }
 	srcConn := connString(b.src.Port, "copysrc")
+	var phases []string // decant's own account of where its time went
 	decantCopy := func(target, pipeline string) (result, error) {
-		cmd := exec.CommandContext(ctx, b.bin, "init", "--copy", "--create-tables", "--jobs", jobs,
-			"--source", src, "--target", target, "--pipeline", pipeline)
-		cmd.Env = append(os.Environ(), "NO_COLOR=1")
-		return timeCmd("decant init --copy", cmd)
+		log := filepath.Join(dir, pipeline+".log")
+		cmd := exec.CommandContext(ctx, "bash", "-c", fmt.Sprintf(`exec "$0" "$@" > '%s' 2>&1`, log), b.bin, "init", "--copy", "--create-tables", "--jobs", jobs,
+			"--source", src, "--target", target, "--pipeline", pipeline, "--log-json")
+		r, err := timeCmd("decant init --copy", cmd)
+		out, _ := os.ReadFile(log)
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.Contains(line, `"msg":"initial copy done"`) || strings.Contains(line, `"msg":"secondary indexes built"`) {
+				phases = append(phases, "copy case: "+pipeline+": "+line)
+			}
+		}
+		if err != nil {
+			err = fmt.Errorf("%w\n%s", err, out)
+		}
+		return r, err
 	}
 	consumers := []consumer{
 		{"decant init --copy --create-tables --jobs " + jobs, func(ctx context.Context) (result, error) {
@@ -141,7 +152,7 @@ func (b *bench) runCopy(ctx context.Context, c benchCase) ([]result, []string, e
 		}
 		notes = append(notes, n)
 	}
-	return results, notes, nil
+	return results, append(notes, phases...), nil
 }
 
 // checkCopies makes sure every PostgreSQL copy holds what the source
