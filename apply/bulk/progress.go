@@ -1,8 +1,12 @@
 package bulk
 
 import (
+	"bufio"
 	"bytes"
+	"context"
+	"errors"
 	"io"
+	"fmt"
 	"sync"
 	"time"
 
@@ -64,8 +68,8 @@ type meter struct {
 	last                time.Time
 }
 
-func newMeter(w io.Writer, prog *progress, table source.TableName, lines bool) *meter {
-	return &meter{w: w, prog: prog, table: table, lines: lines, last: time.Now()}
+func newMeter(prog *progress, table source.TableName, lines bool) *meter {
+	return &meter{prog: prog, table: table, lines: lines, last: time.Now()}
 }
 
 func (m *meter) Write(b []byte) (int, error) {
@@ -89,4 +93,35 @@ func (m *meter) report() {
 func (m *meter) finish(rows int64) {
 	m.rows = rows
 	m.report()
+}
+
+// errTargetStopped ends the source's COPY when the target side has stopped
+// reading.
+var errTargetStopped = errors.New("the target stopped reading")
+
+// copyOut runs a source COPY ... TO STDOUT and returns its data as a
+// reader, counted by m on the way. pgconn writes each row as it arrives;
+// a buffer between it and the pipe hands the reader 256 KiB at a time
+// rather than one row per goroutine switch. The caller must call finish
+// once it stops reading: it ends the COPY if still running and returns
+// the source's error.
+func copyOut(ctx context.Context, src *srcSession, query string, m *meter) (r io.Reader, finish func() error) {
+	pr, pw := io.Pipe()
+	m.w = bufio.NewWriterSize(pw, 256<<10)
+	done := make(chan error, 1)
+	go func() {
+		_, err := src.conn.PgConn().CopyTo(ctx, m, query)
+		if err == nil {
+			err = m.w.(*bufio.Writer).Flush()
+		}
+		pw.CloseWithError(err) // nil: the reader gets EOF
+		done <- err
+	}()
+	return pr, func() error {
+		pr.CloseWithError(errTargetStopped)
+		if err := <-done; err != nil && !errors.Is(err, errTargetStopped) {
+			return fmt.Errorf("read the source: %w", err)
+		}
+		return nil
+	}
 }

@@ -147,24 +147,17 @@ func (w *myWriter) copy(ctx context.Context, src *srcSession, j *tableJob, t *ta
 	}
 	defer tx.Rollback()
 
-	pr, pw := io.Pipe()
-	m := newMeter(pw, prog, j.def.Name, true)
-	srcDone := make(chan error, 1)
-	go func() {
-		_, err := src.conn.PgConn().CopyTo(ctx, m, selectSQL(j.def, j.partitioned, p.Plan, t, false))
-		pw.CloseWithError(err)
-		srcDone <- err
-	}()
-	rs := &rowSource{dec: newCopyDecoder(pr), p: p}
+	m := newMeter(prog, j.def.Name, true)
+	data, finish := copyOut(ctx, src, selectSQL(j.def, j.partitioned, p.Plan, t, false), m)
+	rs := &rowSource{dec: newCopyDecoder(data), p: p}
 	var rows int64
 	if w.infile {
 		rows, err = w.load(ctx, tx, p, rs)
 	} else {
 		rows, err = w.insert(ctx, tx, p, rs)
 	}
-	pr.CloseWithError(errTargetStopped)
-	if srcErr := <-srcDone; srcErr != nil && !errors.Is(srcErr, errTargetStopped) {
-		return 0, fmt.Errorf("read the source: %w", srcErr)
+	if err := finish(); err != nil {
+		return 0, err
 	}
 	if errors.Is(err, errNoLocalInfile) {
 		w.log.Info("the target refuses LOAD DATA LOCAL: copying with multi-row INSERTs, which is slower")

@@ -2,9 +2,7 @@ package bulk
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -121,9 +119,6 @@ func copyInSQL(p *mapping.Plan, binary bool) string {
 	return b.String()
 }
 
-// errTargetStopped ends the source's COPY when the target's has failed.
-var errTargetStopped = errors.New("the target stopped reading")
-
 func (w *pgWriter) copy(ctx context.Context, src *srcSession, j *tableJob, t *task, prog *progress) (int64, error) {
 	p, err := w.plan(ctx, j)
 	if err != nil {
@@ -135,18 +130,11 @@ func (w *pgWriter) copy(ctx context.Context, src *srcSession, j *tableJob, t *ta
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 
-	pr, pw := io.Pipe()
-	m := newMeter(pw, prog, j.def.Name, !p.binary)
-	srcDone := make(chan error, 1)
-	go func() {
-		_, err := src.conn.PgConn().CopyTo(ctx, m, selectSQL(j.def, j.partitioned, p.Plan, t, p.binary))
-		pw.CloseWithError(err) // nil: the target reads EOF
-		srcDone <- err
-	}()
-	tag, tgtErr := w.conn.PgConn().CopyFrom(ctx, pr, p.copyIn)
-	pr.CloseWithError(errTargetStopped)
-	if srcErr := <-srcDone; srcErr != nil && !errors.Is(srcErr, errTargetStopped) {
-		return 0, fmt.Errorf("read the source: %w", srcErr)
+	m := newMeter(prog, j.def.Name, !p.binary)
+	data, finish := copyOut(ctx, src, selectSQL(j.def, j.partitioned, p.Plan, t, p.binary), m)
+	tag, tgtErr := w.conn.PgConn().CopyFrom(ctx, data, p.copyIn)
+	if err := finish(); err != nil {
+		return 0, err
 	}
 	if tgtErr != nil {
 		return 0, fmt.Errorf("write the target: %w", pg.Describe(tgtErr))
