@@ -216,6 +216,19 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp checkpoint.Row, stopAt sour
 	advance.Stop()
 	defer advance.Stop()
 	deferred := false
+	// write commits the group with its checkpoint.
+	write := func() error {
+		deferred = false
+		if err := p.commit(ctx, &g, &stored); err != nil {
+			p.rollback(ctx, &g)
+			return err
+		}
+		lastWrite = time.Now()
+		if p.cfg.CatchUp && stored.End >= stopAt {
+			return errCaughtUp
+		}
+		return nil
+	}
 	for {
 		var c source.Chunk
 		var pending <-chan time.Time
@@ -230,13 +243,8 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp checkpoint.Row, stopAt sour
 			if g.cp.End == stored.End && g.cp.Hold == stored.Hold {
 				continue // written meanwhile
 			}
-			if err := p.commit(ctx, &g, &stored); err != nil {
-				p.rollback(ctx, &g)
+			if err := write(); err != nil {
 				return err
-			}
-			lastWrite = time.Now()
-			if p.cfg.CatchUp && stored.End >= stopAt {
-				return errCaughtUp
 			}
 			continue
 		case <-readDone:
@@ -294,14 +302,8 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp checkpoint.Row, stopAt sour
 			deferred = deferred || c.Txn != nil
 			continue
 		}
-		deferred = false
-		if err := p.commit(ctx, &g, &stored); err != nil {
-			p.rollback(ctx, &g)
+		if err := write(); err != nil {
 			return err
-		}
-		lastWrite = time.Now()
-		if p.cfg.CatchUp && stored.End >= stopAt {
-			return errCaughtUp
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"os/exec"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,48 +34,39 @@ INSERT INTO batches (client, n, body) SELECT g %% 4, g, 'b' FROM generate_series
 // updates and deletes of rows of big that the copy is reading and inserts
 // past them.
 func copyWriters(t *testing.T, dsn string, clients int, stop *atomic.Bool) (wait func() int64) {
-	var wg sync.WaitGroup
-	var committed atomic.Int64
-	errs := make(chan error, clients)
-	for c := 0; c < clients; c++ {
-		wg.Add(1)
-		go func(client int) {
-			defer wg.Done()
-			conn, err := pgx.Connect(t.Context(), dsn)
+	done := make(chan struct{})
+	var n int64
+	var err error
+	go func() {
+		defer close(done)
+		n, err = runClients(t, dsn, clients, 7, func(conn *pgx.Conn, rng *rand.Rand, client, i int) (bool, bool, error) {
+			if stop.Load() {
+				return false, false, nil
+			}
+			var err error
+			id := 1 + rng.IntN(100000)
+			switch i % 4 {
+			case 0:
+				_, err = conn.Exec(t.Context(), `UPDATE big SET v = v || '+', amount = amount + 1, doc = doc || '{"u": 1}' WHERE id = $1`, id)
+			case 1:
+				_, err = conn.Exec(t.Context(), `DELETE FROM big WHERE id = $1`, id)
+			case 2:
+				_, err = conn.Exec(t.Context(), `INSERT INTO big VALUES ($1, 'new', 1, now(), '{}', true) ON CONFLICT (id) DO NOTHING`, 1000000+client*100000+i)
+			default:
+				_, err = mixedTxn(t.Context(), conn, rng, client)
+			}
 			if err != nil {
-				errs <- err
-				return
+				err = fmt.Errorf("writer %d: %w", client, err)
 			}
-			defer conn.Close(t.Context())
-			rng := rand.New(rand.NewPCG(uint64(client), 7))
-			for i := 0; !stop.Load(); i++ {
-				var err error
-				id := 1 + rng.IntN(100000)
-				switch i % 4 {
-				case 0:
-					_, err = conn.Exec(t.Context(), `UPDATE big SET v = v || '+', amount = amount + 1, doc = doc || '{"u": 1}' WHERE id = $1`, id)
-				case 1:
-					_, err = conn.Exec(t.Context(), `DELETE FROM big WHERE id = $1`, id)
-				case 2:
-					_, err = conn.Exec(t.Context(), `INSERT INTO big VALUES ($1, 'new', 1, now(), '{}', true) ON CONFLICT (id) DO NOTHING`, 1000000+client*100000+i)
-				default:
-					_, err = mixedTxn(t.Context(), conn, rng, client)
-				}
-				if err != nil {
-					errs <- fmt.Errorf("writer %d: %w", client, err)
-					return
-				}
-				committed.Add(1)
-			}
-		}(c)
-	}
+			return true, true, err
+		})
+	}()
 	return func() int64 {
-		wg.Wait()
-		close(errs)
-		for err := range errs {
+		<-done
+		if err != nil {
 			t.Fatal(err)
 		}
-		return committed.Load()
+		return n
 	}
 }
 

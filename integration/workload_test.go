@@ -27,6 +27,24 @@ CREATE TABLE marker (id integer PRIMARY KEY, xid text);
 // like any other aborted transaction. It returns the number committed.
 // It may run outside the test goroutine, so it returns errors.
 func workload(t testing.TB, dsn string, clients, txns int) (int64, error) {
+	return runClients(t, dsn, clients, 42, func(conn *pgx.Conn, rng *rand.Rand, client, i int) (bool, bool, error) {
+		if i >= txns {
+			return false, false, nil
+		}
+		ok, err := mixedTxn(t.Context(), conn, rng, client)
+		if err != nil {
+			err = fmt.Errorf("client %d txn %d: %w", client, i, err)
+		}
+		return true, ok, err
+	})
+}
+
+// runClients runs step on clients connections at once, each with its own
+// random source, until step says to stop or fails, and counts the steps
+// that committed. It may run outside the test goroutine, so it returns
+// the first error.
+func runClients(t testing.TB, dsn string, clients int, seed uint64,
+	step func(conn *pgx.Conn, rng *rand.Rand, client, i int) (more, committed bool, err error)) (int64, error) {
 	var committed atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, clients)
@@ -40,11 +58,14 @@ func workload(t testing.TB, dsn string, clients, txns int) (int64, error) {
 				return
 			}
 			defer conn.Close(context.Background())
-			rng := rand.New(rand.NewPCG(uint64(client), 42))
-			for i := 0; i < txns; i++ {
-				ok, err := mixedTxn(t.Context(), conn, rng, client)
+			rng := rand.New(rand.NewPCG(uint64(client), seed))
+			for i := 0; ; i++ {
+				more, ok, err := step(conn, rng, client, i)
 				if err != nil {
-					errs <- fmt.Errorf("client %d txn %d: %w", client, i, err)
+					errs <- err
+					return
+				}
+				if !more {
 					return
 				}
 				if ok {

@@ -77,6 +77,20 @@ type IndexDef struct {
 	Expr    string
 }
 
+// PublishedRelation is the relation pgoutput announces for the table: its
+// columns without stored generated ones, which PostgreSQL 15 does not
+// publish (so streaming never writes them either).
+func (d *TableDef) PublishedRelation() *Relation {
+	t := *d
+	t.Columns = nil
+	for _, c := range d.Columns {
+		if c.Generated == "" {
+			t.Columns = append(t.Columns, c)
+		}
+	}
+	return t.Relation()
+}
+
 // Relation is the table as a stream would announce it: every column, the
 // primary key (or else the first unique index over NOT NULL columns) as
 // the replica identity, FULL identity without either.

@@ -101,7 +101,7 @@ func (c *copier) plan(ctx context.Context, src *srcSession, st *targetState) (ma
 		if err != nil {
 			return nil, nil, err
 		}
-		j := &tableJob{def: def, rel: copiedRelation(def), partitioned: partitioned, target: c.cfg.Router.Route(def.Name)}
+		j := &tableJob{def: def, rel: def.PublishedRelation(), partitioned: partitioned, target: c.cfg.Router.Route(def.Name)}
 		jobs[def.Name] = j
 		tasks := byTable[def.Name]
 		if len(tasks) == 0 {

@@ -148,17 +148,3 @@ func selectSQL(def *source.TableDef, partitioned bool, p *mapping.Plan, t *task,
 	}
 	return b.String()
 }
-
-// copiedRelation is the relation the copy writes: the table's columns
-// without stored generated ones (pgoutput does not publish those either,
-// so streaming never writes them), identified as the stream would.
-func copiedRelation(def *source.TableDef) *source.Relation {
-	d := *def
-	d.Columns = nil
-	for _, c := range def.Columns {
-		if c.Generated == "" {
-			d.Columns = append(d.Columns, c)
-		}
-	}
-	return d.Relation()
-}

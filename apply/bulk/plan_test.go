@@ -88,7 +88,7 @@ func testPlan(t *testing.T) (*source.TableDef, *mapping.Plan) {
 		{Name: "g", Type: 23, TypeMod: -1, Generated: "s"},
 		{Name: "blob", Type: 17, TypeMod: -1},
 	}}
-	rel := copiedRelation(def)
+	rel := def.PublishedRelation()
 	if len(rel.Columns) != 3 {
 		t.Fatalf("copied relation has %d columns, want 3 (no generated ones)", len(rel.Columns))
 	}

@@ -5,8 +5,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 

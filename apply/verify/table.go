@@ -43,24 +43,11 @@ type normal []func(dst, v []byte) ([]byte, bool, error)
 
 func asText(dst, v []byte) ([]byte, bool, error) { return append(dst, v...), false, nil }
 
-// compiledRelation is the relation the stream announces for a table: its
-// columns without stored generated ones, which pgoutput does not send.
-func compiledRelation(def *source.TableDef) *source.Relation {
-	d := *def
-	d.Columns = nil
-	for _, c := range def.Columns {
-		if c.Generated == "" {
-			d.Columns = append(d.Columns, c)
-		}
-	}
-	return d.Relation()
-}
-
 // newTable matches a source table with its target table. tt is the
 // target table as mapping sees it; my is its MySQL description (nil for
 // a PostgreSQL target).
 func newTable(def *source.TableDef, tt *mapping.TargetTable, my *mysql.Table, rules mapping.ColumnRules, policy mapping.Policy) (*table, error) {
-	rel := compiledRelation(def)
+	rel := def.PublishedRelation()
 	p, err := mapping.NewPlan(rel, *tt, rules)
 	if err != nil {
 		return nil, err
