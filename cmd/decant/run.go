@@ -45,7 +45,7 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 // target has what the source committed before the start.
 func runPipeline(ctx context.Context, c config, catchUp bool, slotWait time.Duration, log *slog.Logger) error {
 	limitMemory(c.memory)
-	if err := copyFinished(ctx, c); err != nil {
+	if err := copyFinished(ctx, c, log); err != nil {
 		return err
 	}
 	var reader apply.Source

@@ -148,9 +148,10 @@ func verifyPipeline(ctx context.Context, c config, o verifyOptions, log *slog.Lo
 }
 
 // settle waits until the target's checkpoint reaches the source's current
-// WAL position (after a fence it writes), so that what still differs afterwards is not a change in
-// flight. Without a running pipeline (its slot unused) there is nothing to
-// wait for; past wait it gives up waiting, not verifying.
+// WAL position (after a fence it writes), so that what still differs
+// afterwards is not a change in flight. Without a running pipeline (its
+// slot unused) there is nothing to wait for; past wait it gives up
+// waiting, not verifying.
 func settle(ctx context.Context, c config, src *pgx.Conn, wait time.Duration, log *slog.Logger) error {
 	if wait <= 0 {
 		return nil
