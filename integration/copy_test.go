@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -121,6 +122,42 @@ func TestCopyWithoutLocalInfile(t *testing.T) {
 	p.assertEqual()
 }
 
+// TestCopyResumesAfterTargetCrash crashes the target server during a copy
+// cut into many block ranges: decant, still holding its snapshot, resumes
+// once the server is back and copies only the ranges not yet done.
+func TestCopyResumesAfterTargetCrash(t *testing.T) {
+	p := newPair(t)
+	psql(t, p.src, copySchema)
+	psql(t, p.src, fmt.Sprintf(copyRows, 300000))
+	psql(t, p.tgt, copySchema)
+	cmd := exec.Command(decantBin, p.args("init", "--copy", "--jobs", "1", "--split-size", "1MiB")...)
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, func() bool { return p.copyTasksDone() >= 3 })
+	if err := targetPG.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	if err := targetPG.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("init --copy across a target crash: %v\n%s", err, out)
+	}
+	log := out.String()
+	if !strings.Contains(log, "initial copy interrupted; resuming") {
+		t.Errorf("init --copy did not say it resumes:\n%s", log)
+	}
+	if m := regexp.MustCompile(`copying tables.*skipped_tasks=(\d+)`).FindAllStringSubmatch(log, -1); len(m) < 2 || m[len(m)-1][1] == "0" {
+		t.Errorf("the resumed copy skipped no task done before the crash:\n%s", log)
+	}
+	finalMarker(t, p.src)
+	p.mustDecant("run", "--catch-up")
+	p.assertEqual()
+}
+
 // TestCopyKilled SIGKILLs decant during the copy: streaming is refused
 // until the copy is done, and init --copy again restarts it (its snapshot
 // ended with the killed process); after catch-up the target equals the
@@ -220,6 +257,21 @@ func (p *pair) targetValue(query string) string {
 		return p.myValue(query)
 	}
 	return queryValue(p.t, p.tgt, query)
+}
+
+// copyTasksDone counts the copy tasks the target records as done (0
+// before the copy state exists).
+func (p *pair) copyTasksDone() int {
+	conn, err := pgx.Connect(p.t.Context(), p.tgt)
+	if err != nil {
+		return 0
+	}
+	defer conn.Close(p.t.Context())
+	var n int
+	if conn.QueryRow(p.t.Context(), `SELECT count(*) FROM decant.copy_state WHERE pipeline = $1 AND done`, p.name).Scan(&n) != nil {
+		return 0
+	}
+	return n
 }
 
 // copyPlanned says whether the target holds the pipeline's copy state

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -78,9 +77,13 @@ func restartCopy(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, 
 	return err
 }
 
+// copyRetries is how many times a copy interrupted by a lost connection
+// is resumed within the process.
+const copyRetries = 5
+
 // copyTables copies the selected tables under the exported snapshot, then
 // builds the secondary indexes of the tables init created.
-func copyTables(ctx context.Context, c config, o initOptions, src *pgx.Conn, tgt targetAdmin, exp *pgoutput.Exported, tables []pgoutput.Table, created []*source.TableDef, log *slog.Logger) error {
+func copyTables(ctx context.Context, c config, o initOptions, src *pgx.Conn, exp *pgoutput.Exported, tables []pgoutput.Table, created []*source.TableDef, log *slog.Logger) error {
 	defs := make([]*source.TableDef, 0, len(tables))
 	for _, t := range tables {
 		def, err := pgoutput.DescribeTable(ctx, src, t.Name)
@@ -89,24 +92,32 @@ func copyTables(ctx context.Context, c config, o initOptions, src *pgx.Conn, tgt
 		}
 		defs = append(defs, def)
 	}
+	split, err := o.copySplit()
+	if err != nil {
+		return err
+	}
 	progress := newCopyProgress(log)
 	cfg := bulk.Config{
 		Source: c.Source, Snapshot: exp.Snapshot, AsOf: exp.Consistent, Target: c.Target, Pipeline: c.Pipeline,
-		Tables: defs, Router: c.router(), Columns: c.columns, Policy: c.policy, Jobs: o.jobs,
+		Tables: defs, Router: c.router(), Columns: c.columns, Policy: c.policy, Jobs: o.jobs, SplitBytes: split,
 		Progress: progress, Logger: log,
 	}
 	var res bulk.Result
-	var err error
 	// The snapshot lives as long as this process holds the exporting
 	// session: a worker's lost connection is retried, and only the tables
 	// (or ranges) not yet recorded as copied are copied again.
-	for attempt := 1; ; attempt++ {
+	// Backoff as run's reconnects: 1 s doubling, five retries (31 s).
+	for attempt, wait := 1, time.Second; ; attempt, wait = attempt+1, wait*2 {
 		res, err = bulk.Copy(ctx, cfg)
-		if err == nil || attempt == 3 || !apply.Transient(err) || errors.Is(err, bulk.ErrSnapshotGone) {
+		if err == nil || attempt > copyRetries || !apply.Transient(err) || errors.Is(err, bulk.ErrSnapshotGone) {
 			break
 		}
-		log.Warn("initial copy interrupted; resuming what is not copied yet", "error", err.Error(), "attempt", attempt)
-		time.Sleep(time.Duration(attempt) * time.Second)
+		log.Warn("initial copy interrupted; resuming what is not copied yet", "error", err.Error(), "attempt", attempt, "retry_in", wait.String())
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
 	}
 	progress.Wait()
 	if err != nil {
@@ -114,6 +125,11 @@ func copyTables(ctx context.Context, c config, o initOptions, src *pgx.Conn, tgt
 	}
 	if len(created) > 0 {
 		start := time.Now()
+		tgt, err := openAdmin(ctx, c) // the copy may have outlived the connections before it
+		if err != nil {
+			return err
+		}
+		defer tgt.Close(ctx)
 		if err := tgt.CreateIndexes(ctx, created); err != nil {
 			return err
 		}
@@ -182,7 +198,7 @@ decant cutover.`,
 	addStreamFlags(cmd, &f)
 	cmd.Flags().BoolVar(&o.create, "create-tables", false, "create missing target tables from the source catalog")
 	cmd.Flags().BoolVar(&o.ddl, "ddl", false, "replicate schema changes too")
-	cmd.Flags().IntVar(&o.jobs, "jobs", runtime.NumCPU(), "parallel copy workers (tables, and ranges of large tables)")
+	addCopyFlags(cmd, &o, false)
 	cmd.Flags().BoolVar(&catchUp, "catch-up", false, "exit 0 once the target has what the source committed before streaming began")
 	cmd.Flags().DurationVar(&slotWait, "slot-wait", 60*time.Second, "how long to keep retrying while the slot is held by another session")
 	return cmd

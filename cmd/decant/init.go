@@ -53,31 +53,53 @@ is restarted by running init --copy again.`,
 	addMappingFlags(cmd, &f)
 	cmd.Flags().BoolVar(&o.create, "create-tables", false, "create missing target tables from the source catalog (mapped types, keys, indexes)")
 	cmd.Flags().BoolVar(&o.ddl, "ddl", false, "replicate schema changes: install an event trigger on the source that reports DDL in the stream")
-	addCopyFlags(cmd, &o)
+	addCopyFlags(cmd, &o, true)
 	return cmd
 }
 
-// addCopyFlags adds the initial copy's flags (init, migrate).
-func addCopyFlags(cmd *cobra.Command, o *initOptions) {
-	cmd.Flags().BoolVar(&o.copy, "copy", false, "copy the selected tables' rows as of the slot's creation (exported snapshot), then stream from there; the target tables must be empty")
+// addCopyFlags adds the initial copy's flags (init; migrate, which always
+// copies, takes all but --copy).
+func addCopyFlags(cmd *cobra.Command, o *initOptions, withCopy bool) {
+	if withCopy {
+		cmd.Flags().BoolVar(&o.copy, "copy", false, "copy the selected tables' rows as of the slot's creation (exported snapshot), then stream from there; the target tables must be empty")
+	}
 	cmd.Flags().IntVar(&o.jobs, "jobs", runtime.NumCPU(), "parallel copy workers (tables, and ranges of large tables)")
+	cmd.Flags().StringVar(&o.splitSize, "split-size", "64MiB", "copy tables larger than this in block ranges of about this size, in parallel")
+}
+
+// copySplit checks --jobs and --split-size.
+func (o initOptions) copySplit() (int64, error) {
+	if o.jobs < 1 {
+		return 0, usagef("invalid --jobs %d: give at least 1", o.jobs)
+	}
+	n, err := parseBytes(o.splitSize)
+	if err != nil || n < 64<<10 {
+		return 0, usagef("invalid --split-size %q: give a size of at least 64KiB, like 64MiB or 1GiB", o.splitSize)
+	}
+	return int64(n), nil
 }
 
 // initOptions are init's own flags.
 type initOptions struct {
 	create bool // --create-tables
 	ddl    bool // --ddl
-	copy   bool // --copy
-	jobs   int  // --jobs
+	copy      bool   // --copy
+	jobs      int    // --jobs
+	splitSize string // --split-size
 }
 
 func initPipeline(ctx context.Context, c config, o initOptions, log *slog.Logger) error {
+	if o.copy {
+		if _, err := o.copySplit(); err != nil {
+			return err
+		}
+	}
 	src, tgt, err := connectBoth(ctx, c)
 	if err != nil {
 		return err
 	}
 	defer src.Close(ctx)
-	defer tgt.Close(ctx)
+	defer func() { tgt.Close(ctx) }()
 
 	if err := pgoutput.CheckServer(ctx, src, c.Pipeline); err != nil {
 		return err
@@ -141,7 +163,13 @@ func initPipeline(ctx context.Context, c config, o initOptions, log *slog.Logger
 		// The checkpoint row comes after the copy: until it exists, run
 		// refuses to stream into half-copied tables, and init --copy
 		// knows to start over.
-		if err := copyTables(ctx, c, o, src, tgt, exported, tables, created, log); err != nil {
+		if err := copyTables(ctx, c, o, src, exported, tables, created, log); err != nil {
+			return err
+		}
+		// The copy resumes after lost target connections; the one opened
+		// before it may be one of them.
+		tgt.Close(ctx)
+		if tgt, err = openAdmin(ctx, c); err != nil {
 			return err
 		}
 	} else if start, slotCreated, err = pgoutput.EnsureSlot(ctx, src, c.Pipeline); err != nil {
