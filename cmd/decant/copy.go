@@ -172,7 +172,7 @@ func migrateCmd() *cobra.Command {
 		Long: `Does what decant init --copy and then decant run do: checks source and
 target, creates the publication and a slot with an exported snapshot, copies
 every selected table under it (--jobs workers; with --create-tables the
-target tables are made first and their secondary indexes built after the
+target tables are made first and their keys and indexes built after the
 data), then streams from the slot's consistent point until SIGINT/SIGTERM,
 or with --catch-up until the target has everything committed before the
 streaming began. Then check it with decant verify, and switch over with
@@ -201,5 +201,38 @@ decant cutover.`,
 	addCopyFlags(cmd, &o, false)
 	cmd.Flags().BoolVar(&catchUp, "catch-up", false, "exit 0 once the target has what the source committed before streaming began")
 	cmd.Flags().DurationVar(&slotWait, "slot-wait", 60*time.Second, "how long to keep retrying while the slot is held by another session")
+	return cmd
+}
+
+// copyCmd is init --copy under the name a migration's first step goes by.
+func copyCmd() *cobra.Command {
+	var f flags
+	o := initOptions{copy: true}
+	cmd := &cobra.Command{
+		Use:   "copy",
+		Short: "init --copy: create the pipeline and copy the tables as of its slot's snapshot",
+		Long: `Does what decant init --copy does: checks source and target, creates the
+publication and a slot with an exported snapshot, copies every selected
+table under it (--jobs workers, large tables in --split-size block ranges;
+with --create-tables the target tables are made first and their keys and
+indexes built after the data), then writes the checkpoint at the slot's
+consistent point. decant run then streams from exactly there. An
+interrupted copy is restarted by running decant copy again.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := f.load(cmd)
+			if err != nil {
+				return err
+			}
+			if c.gaussSource() {
+				return usagef("copy needs a PostgreSQL source (an exported snapshot); for GaussDB, copy the tables first, then init and run")
+			}
+			return initPipeline(cmd.Context(), c, o, logger(c))
+		},
+	}
+	addFlags(cmd, &f, true)
+	addMappingFlags(cmd, &f)
+	cmd.Flags().BoolVar(&o.create, "create-tables", false, "create missing target tables from the source catalog")
+	cmd.Flags().BoolVar(&o.ddl, "ddl", false, "replicate schema changes too")
+	addCopyFlags(cmd, &o, false)
 	return cmd
 }

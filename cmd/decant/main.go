@@ -54,7 +54,7 @@ func newRoot() *cobra.Command {
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(initCmd(), runCmd(), statusCmd(), dropCmd(), decodeCmd())
-	root.AddCommand(migrateCmd(), cutoverCmd(), verifyCmd())
+	root.AddCommand(copyCmd(), migrateCmd(), verifyCmd(), cutoverCmd())
 	for _, c := range root.Commands() {
 		if c.Args != nil {
 			continue // decode takes a file
