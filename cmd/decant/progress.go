@@ -39,7 +39,9 @@ type tableProgress struct {
 
 func newCopyProgress(log *slog.Logger) *copyProgress {
 	p := &copyProgress{log: log, interval: 5 * time.Second, tables: map[source.TableName]*tableProgress{}}
-	if term.IsTerminal(int(os.Stderr.Fd())) {
+	// Bars need a terminal with a width (a pty nobody sized has none, and
+	// mpb would draw nothing there).
+	if w, _, err := term.GetSize(int(os.Stderr.Fd())); err == nil && w > 0 {
 		p.bars = mpb.New(mpb.WithOutput(os.Stderr), mpb.WithWidth(32), mpb.WithRefreshRate(200*time.Millisecond))
 	}
 	return p
