@@ -143,6 +143,15 @@ func (b *bench) runCopy(ctx context.Context, c benchCase) ([]result, []string, e
 	if err := b.checkCopies(ctx); err != nil {
 		return nil, nil, err
 	}
+	// decant verify compares what the two decant copies hold.
+	for _, v := range []struct{ pipeline, target string }{{"copy_pg", b.tgt.DSN("copy_decant")}, {"copy_my", b.my.DSN("copy_my")}} {
+		r, err := timeCmd("decant verify", exec.CommandContext(ctx, b.bin, "verify", "--source", src, "--target", v.target, "--pipeline", v.pipeline))
+		if err != nil {
+			return nil, nil, err
+		}
+		phases = append(phases, fmt.Sprintf("copy case: decant verify of %s: %.1f s, %.0f rows/s, peak RSS %s",
+			v.pipeline, r.elapsed.Seconds(), float64(c.rows)/r.elapsed.Seconds(), mib(r.rssKiB)))
+	}
 	notes := []string{fmt.Sprintf("copy case: %d rows, %.0f MB of table heap on the source, %s CPUs", c.rows, heapBytes/1e6, jobs)}
 	var parallelDump time.Duration
 	for _, r := range results {
