@@ -158,6 +158,26 @@ func TestCopyResumesAfterTargetCrash(t *testing.T) {
 	p.assertEqual()
 }
 
+// TestMigrate: decant migrate --catch-up copies, then streams what was
+// committed meanwhile, and exits once caught up.
+func TestMigrate(t *testing.T) {
+	p := newPair(t)
+	psql(t, p.src, copySchema)
+	psql(t, p.src, fmt.Sprintf(copyRows, 20000))
+	var stop atomic.Bool
+	wait := copyWriters(t, p.src, 2, &stop)
+	time.Sleep(200 * time.Millisecond)
+	go func() { time.Sleep(time.Second); stop.Store(true) }()
+	out := p.mustDecant("migrate", "--create-tables", "--catch-up")
+	if !strings.Contains(out, "copied 5 tables") {
+		t.Errorf("migrate did not report the copy:\n%s", out)
+	}
+	wait()
+	finalMarker(t, p.src)
+	p.mustDecant("run", "--catch-up")
+	p.assertEqual()
+}
+
 // TestCopyKilled SIGKILLs decant during the copy: streaming is refused
 // until the copy is done, and init --copy again restarts it (its snapshot
 // ended with the killed process); after catch-up the target equals the
