@@ -51,7 +51,7 @@ func exportForCopy(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin
 			return nil, err
 		}
 	}
-	return pgoutput.ExportSlot(ctx, c.Source, c.Pipeline, false)
+	return pgoutput.ExportSlot(ctx, c.Source, c.Pipeline)
 }
 
 // restartCopy undoes an interrupted copy: slot, copy state, and the rows

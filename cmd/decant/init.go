@@ -81,8 +81,8 @@ func (o initOptions) copySplit() (int64, error) {
 
 // initOptions are init's own flags.
 type initOptions struct {
-	create bool // --create-tables
-	ddl    bool // --ddl
+	create    bool   // --create-tables
+	ddl       bool   // --ddl
 	copy      bool   // --copy
 	jobs      int    // --jobs
 	splitSize string // --split-size

@@ -24,11 +24,9 @@ type Exported struct {
 }
 
 // ExportSlot creates a pgoutput slot on a replication session and
-// exports its snapshot. A temporary slot disappears with the session:
-// it serves only to take a new snapshot, with its position, for tables
-// whose copy has to be redone. Permanent slots are made for two-phase
-// decoding from PostgreSQL 15 on, as EnsureSlot makes them.
-func ExportSlot(ctx context.Context, dsn, slot string, temporary bool) (*Exported, error) {
+// exports its snapshot. From PostgreSQL 15 on the slot is made for
+// two-phase decoding, as EnsureSlot makes them.
+func ExportSlot(ctx context.Context, dsn, slot string) (*Exported, error) {
 	conn, err := connectReplication(ctx, dsn)
 	if err != nil {
 		return nil, err
@@ -44,18 +42,10 @@ func ExportSlot(ctx context.Context, dsn, slot string, temporary bool) (*Exporte
 	}); err != nil {
 		return fail(fmt.Errorf("read the source's version: %w", err))
 	}
-	kind := ""
-	if temporary {
-		kind = "TEMPORARY "
-	}
 	// PostgreSQL 15 takes options in parentheses; 14 the older keywords.
-	sql := fmt.Sprintf("CREATE_REPLICATION_SLOT %s %sLOGICAL pgoutput EXPORT_SNAPSHOT", quoteIdent(slot), kind)
+	sql := fmt.Sprintf("CREATE_REPLICATION_SLOT %s LOGICAL pgoutput EXPORT_SNAPSHOT", quoteIdent(slot))
 	if version >= 150000 {
-		opts := "SNAPSHOT 'export'"
-		if !temporary {
-			opts += ", TWO_PHASE true"
-		}
-		sql = fmt.Sprintf("CREATE_REPLICATION_SLOT %s %sLOGICAL pgoutput (%s)", quoteIdent(slot), kind, opts)
+		sql = fmt.Sprintf("CREATE_REPLICATION_SLOT %s LOGICAL pgoutput (SNAPSHOT 'export', TWO_PHASE true)", quoteIdent(slot))
 	}
 	res, err := conn.Exec(ctx, sql).ReadAll()
 	if err != nil {
@@ -75,6 +65,5 @@ func ExportSlot(ctx context.Context, dsn, slot string, temporary bool) (*Exporte
 	return &Exported{conn: conn, Slot: slot, Consistent: lsn, Snapshot: string(row[2])}, nil
 }
 
-// Close ends the session, and with it the snapshot (and a temporary
-// slot).
+// Close ends the session, and with it the snapshot.
 func (e *Exported) Close(ctx context.Context) { closeConn(ctx, e.conn) }
