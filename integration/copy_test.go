@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os/exec"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -130,12 +129,7 @@ func TestCopyResumesAfterTargetCrash(t *testing.T) {
 	psql(t, p.src, copySchema)
 	psql(t, p.src, fmt.Sprintf(copyRows, 300000))
 	psql(t, p.tgt, copySchema)
-	cmd := exec.Command(decantBin, p.args("init", "--copy", "--jobs", "1", "--split-size", "1MiB")...)
-	out := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	a := p.launch("init", "--copy", "--jobs", "1", "--split-size", "1MiB")
 	waitFor(t, 60*time.Second, func() bool { return p.copyTasksDone() >= 3 })
 	if err := targetPG.Crash(); err != nil {
 		t.Fatal(err)
@@ -143,10 +137,10 @@ func TestCopyResumesAfterTargetCrash(t *testing.T) {
 	if err := targetPG.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("init --copy across a target crash: %v\n%s", err, out)
+	if err := a.wait(); err != nil {
+		t.Fatalf("init --copy across a target crash: %v\n%s", err, a.stderr)
 	}
-	log := out.String()
+	log := a.stderr.String()
 	if !strings.Contains(log, "initial copy interrupted; resuming") {
 		t.Errorf("init --copy did not say it resumes:\n%s", log)
 	}
@@ -189,15 +183,9 @@ func TestCopyKilled(t *testing.T) {
 			psql(t, p.src, copySchema)
 			psql(t, p.src, fmt.Sprintf(copyRows, 400000))
 			args := []string{"init", "--copy", "--jobs", "1", "--create-tables"}
-			cmd := exec.Command(decantBin, p.args(args...)...)
-			out := &syncBuffer{}
-			cmd.Stdout, cmd.Stderr = out, out
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
+			a := p.launch(args...)
 			waitFor(t, 60*time.Second, p.copyPlanned) // killed once the copy's plan is on the target
-			cmd.Process.Kill()
-			cmd.Wait()
+			a.kill()
 			psql(t, p.src, `UPDATE big SET v = 'after the kill' WHERE id % 1000 = 0; DELETE FROM accounts WHERE id < 10;`)
 
 			_, stderr, code := p.decant("run", "--catch-up")

@@ -183,8 +183,15 @@ func (s *syncBuffer) String() string {
 // start launches `decant run` in the background.
 func (p *pair) start(args ...string) *agent {
 	p.t.Helper()
+	return p.launch(append([]string{"run"}, args...)...)
+}
+
+// launch runs a decant command in the background; its stdout and stderr
+// go to the agent's buffer.
+func (p *pair) launch(args ...string) *agent {
+	p.t.Helper()
 	a := &agent{stderr: &syncBuffer{}, done: make(chan struct{})}
-	a.cmd = exec.Command(decantBin, p.args(append([]string{"run"}, args...)...)...)
+	a.cmd = exec.Command(decantBin, p.args(args...)...)
 	a.cmd.Stderr = a.stderr
 	a.cmd.Stdout = a.stderr
 	if err := a.cmd.Start(); err != nil {
@@ -193,6 +200,12 @@ func (p *pair) start(args ...string) *agent {
 	go func() { a.err = a.cmd.Wait(); close(a.done) }()
 	p.t.Cleanup(func() { a.kill() })
 	return a
+}
+
+// wait waits for the command to end and returns how it ended.
+func (a *agent) wait() error {
+	<-a.done
+	return a.err
 }
 
 func (a *agent) kill() {
