@@ -14,9 +14,11 @@
 // table. A table without a key is compared by its row count and sums of
 // row hashes (a multiset), without keys.
 //
-// Checksums are computed client-side from the streamed rows, not by the
-// servers, because only here can a source value be converted as the
-// target writer converts it.
+// On a PostgreSQL target both servers first count each span and sum its
+// row hashes; only spans where they disagree are streamed and merged. On
+// a MySQL target every span is streamed and the checksums are computed
+// here, because only here can a source value be converted as the target
+// writer converts it.
 //
 // While decant run applies changes, a span read on both sides at slightly
 // different moments may differ only in passing: spans that differ are read

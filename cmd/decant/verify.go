@@ -49,9 +49,11 @@ them: columns renamed and left out as configured, each source value
 converted as the target writer converts it, then both sides brought to one
 normal form, so a PostgreSQL -> MySQL pair compares equal when the data is.
 
-Both sides of a span are streamed in key order and merged in decant (the
-checksums are computed here, from the streamed rows, not by the servers), so
-the report names the keys missing on the target, extra on the target, and
+On a PostgreSQL target both servers first count each span and checksum its
+rows' text; spans that agree are not read further. The others (every span
+on a MySQL target, where only decant can convert values as the writer does)
+are streamed from both sides in key order and merged in decant, so the
+report names the keys missing on the target, extra on the target, and
 different; memory holds one row per side and the listed keys. A table
 without a key is compared by row count and a hash of all its rows (a
 multiset): the report says whether it differs, not where.
