@@ -1,10 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -125,20 +128,56 @@ func copyTables(ctx context.Context, c config, o initOptions, src *pgx.Conn, exp
 	}
 	if len(created) > 0 {
 		start := time.Now()
-		tgt, err := openAdmin(ctx, c) // the copy may have outlived the connections before it
-		if err != nil {
+		if err := buildIndexes(ctx, c, created, o.jobs, progress.copiedBytes); err != nil {
 			return err
 		}
-		defer tgt.Close(ctx)
-		if err := tgt.CreateIndexes(ctx, created); err != nil {
-			return err
-		}
-		log.Info("secondary indexes built", "tables", len(created), "seconds", time.Since(start).Seconds())
+		log.Info("keys and indexes built", "tables", len(created), "seconds", time.Since(start).Seconds())
 	}
 	log.Info("initial copy done", "tables", res.Tables, "rows", res.Rows, "MB", float64(res.Bytes)/1e6,
 		"seconds", res.Elapsed.Seconds(), "rows_per_s", float64(res.Rows)/max(res.Elapsed.Seconds(), 0.001))
 	fmt.Printf("copied %d tables, %d rows (%.1f MB) in %.1fs as of %s\n", res.Tables, res.Rows, float64(res.Bytes)/1e6, res.Elapsed.Seconds(), exp.Consistent)
 	return nil
+}
+
+// buildIndexes builds the keys and indexes of the tables init created for
+// the copy, largest table first, a table per connection, on up to jobs
+// connections at once (new ones: the copy may have outlived those opened
+// before it).
+func buildIndexes(ctx context.Context, c config, defs []*source.TableDef, jobs int, size func(source.TableName) int64) error {
+	defs = slices.Clone(defs)
+	slices.SortStableFunc(defs, func(a, b *source.TableDef) int { return cmp.Compare(size(b.Name), size(a.Name)) })
+	queue := make(chan *source.TableDef, len(defs))
+	for _, d := range defs {
+		queue <- d
+	}
+	close(queue)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	for range min(jobs, len(defs)) {
+		wg.Go(func() {
+			tgt, err := openAdmin(ctx, c)
+			if err != nil {
+				cancel(err)
+				return
+			}
+			defer tgt.Close(context.WithoutCancel(ctx))
+			for d := range queue {
+				if ctx.Err() != nil {
+					return
+				}
+				if err := tgt.CreateIndexes(ctx, []*source.TableDef{d}); err != nil {
+					cancel(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return ctx.Err()
 }
 
 // copyFinished refuses to stream while the pipeline's initial copy is

@@ -132,6 +132,16 @@ func (p *copyProgress) Done(table source.TableName) {
 		"seconds", time.Since(t.started).Seconds())
 }
 
+// copiedBytes is what a table's copy read from the source.
+func (p *copyProgress) copiedBytes(table source.TableName) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if t := p.tables[table]; t != nil {
+		return t.bytes
+	}
+	return 0
+}
+
 // Wait lets the bars draw their last state.
 func (p *copyProgress) Wait() {
 	if p.bars != nil {

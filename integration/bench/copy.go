@@ -82,7 +82,7 @@ func (b *bench) runCopy(ctx context.Context, c benchCase) ([]result, []string, e
 		r, err := timeCmd("decant init --copy", cmd)
 		out, _ := os.ReadFile(log)
 		for _, line := range strings.Split(string(out), "\n") {
-			if strings.Contains(line, `"msg":"initial copy done"`) || strings.Contains(line, `"msg":"secondary indexes built"`) {
+			if strings.Contains(line, `"msg":"initial copy done"`) || strings.Contains(line, `"msg":"keys and indexes built"`) {
 				phases = append(phases, "copy case: "+pipeline+": "+line)
 			}
 		}
