@@ -77,8 +77,7 @@ func TestCopyWhileWriting(t *testing.T) {
 	for _, mysql := range []bool{false, true} {
 		t.Run(map[bool]string{false: "postgres", true: "mariadb"}[mysql], func(t *testing.T) {
 			p := newTargetPair(t, mysql)
-			psql(t, p.src, copySchema)
-			psql(t, p.src, fmt.Sprintf(copyRows, 100000))
+			p.loadCopySource(100000)
 			args := []string{"init", "--copy", "--jobs", "4"}
 			if mysql {
 				args = append(args, "--create-tables")
@@ -110,8 +109,7 @@ func TestCopyWithoutLocalInfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { targetMy.Exec(context.Background(), "", "SET GLOBAL local_infile = 1") })
-	psql(t, p.src, copySchema)
-	psql(t, p.src, fmt.Sprintf(copyRows, 20000))
+	p.loadCopySource(20000)
 	out := p.mustDecant("copy", "--create-tables", "--jobs", "2") // decant copy is init --copy
 	if !strings.Contains(out, "local_infile") {
 		t.Errorf("init --copy did not say it falls back from LOAD DATA LOCAL INFILE:\n%s", out)
@@ -126,8 +124,7 @@ func TestCopyWithoutLocalInfile(t *testing.T) {
 // once the server is back and copies only the ranges not yet done.
 func TestCopyResumesAfterTargetCrash(t *testing.T) {
 	p := newPair(t)
-	psql(t, p.src, copySchema)
-	psql(t, p.src, fmt.Sprintf(copyRows, 300000))
+	p.loadCopySource(300000)
 	psql(t, p.tgt, copySchema)
 	a := p.launch("init", "--copy", "--jobs", "1", "--split-size", "1MiB")
 	waitFor(t, 60*time.Second, func() bool { return p.copyTasksDone() >= 3 })
@@ -156,8 +153,7 @@ func TestCopyResumesAfterTargetCrash(t *testing.T) {
 // committed meanwhile, and exits once caught up.
 func TestMigrate(t *testing.T) {
 	p := newPair(t)
-	psql(t, p.src, copySchema)
-	psql(t, p.src, fmt.Sprintf(copyRows, 20000))
+	p.loadCopySource(20000)
 	var stop atomic.Bool
 	wait := copyWriters(t, p.src, 2, &stop)
 	time.Sleep(200 * time.Millisecond)
@@ -180,8 +176,7 @@ func TestCopyKilled(t *testing.T) {
 	for _, mysql := range []bool{false, true} {
 		t.Run(map[bool]string{false: "postgres", true: "mariadb"}[mysql], func(t *testing.T) {
 			p := newTargetPair(t, mysql)
-			psql(t, p.src, copySchema)
-			psql(t, p.src, fmt.Sprintf(copyRows, 400000))
+			p.loadCopySource(400000)
 			args := []string{"init", "--copy", "--jobs", "1", "--create-tables"}
 			a := p.launch(args...)
 			waitFor(t, 60*time.Second, p.copyPlanned) // killed once the copy's plan is on the target
@@ -256,6 +251,14 @@ INSERT INTO notes (body) SELECT 'n' || g FROM generate_series(1, 50) g;
 			}
 		})
 	}
+}
+
+// loadCopySource creates the copy tests' tables on the source, big with
+// rows rows.
+func (p *pair) loadCopySource(rows int) {
+	p.t.Helper()
+	psql(p.t, p.src, copySchema)
+	psql(p.t, p.src, fmt.Sprintf(copyRows, rows))
 }
 
 // targetValue runs a query returning one value on the target.
