@@ -52,16 +52,23 @@ type verifyReport struct {
 	} `json:"tables"`
 }
 
+// newVerifyPair makes a pipeline of the verify tables, target tables made
+// by init, and loads their rows on the source.
+func newVerifyPair(t *testing.T, mysql bool) *pair {
+	p := newTargetPair(t, mysql)
+	psql(t, p.src, verifySchema)
+	p.mustDecant("init", "--create-tables")
+	psql(t, p.src, verifyRows)
+	return p
+}
+
 // TestVerify: equal tables verify as equal; a row changed behind decant's
 // back on the target, a row deleted there and one added are found and
 // named by key, in text and JSON, on both targets.
 func TestVerify(t *testing.T) {
 	for _, kind := range []string{"postgres", "mariadb"} {
 		t.Run(kind, func(t *testing.T) {
-			p := newTargetPair(t, kind == "mariadb")
-			psql(t, p.src, verifySchema)
-			p.mustDecant("init", "--create-tables")
-			psql(t, p.src, verifyRows)
+			p := newVerifyPair(t, kind == "mariadb")
 			p.catchUp()
 
 			out := p.mustDecant("verify", "--span-rows", "7", "--jobs", "3")
@@ -157,10 +164,7 @@ func TestVerify(t *testing.T) {
 func TestVerifyWhileRunning(t *testing.T) {
 	for _, kind := range []string{"postgres", "mariadb"} {
 		t.Run(kind, func(t *testing.T) {
-			p := newTargetPair(t, kind == "mariadb")
-			psql(t, p.src, verifySchema)
-			p.mustDecant("init", "--create-tables")
-			psql(t, p.src, verifyRows)
+			p := newVerifyPair(t, kind == "mariadb")
 			a := p.start()
 			psql(t, p.src, `INSERT INTO items (id, name) SELECT i, 'late ' || i FROM generate_series(1000, 30000) i;
 				UPDATE stock SET qty = qty + 1;`)

@@ -2,9 +2,12 @@ package verify
 
 import (
 	"bytes"
+	"cmp"
 	"math/big"
 	"strconv"
 	"strings"
+
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/decant/decant/mapping"
 )
@@ -28,30 +31,15 @@ const (
 	orderLexical
 )
 
-// Built-in PostgreSQL type OIDs verify orders natively.
-const (
-	oidBool        = 16
-	oidInt8        = 20
-	oidInt2        = 21
-	oidInt4        = 23
-	oidOID         = 26
-	oidFloat4      = 700
-	oidFloat8      = 701
-	oidDate        = 1082
-	oidTimestamp   = 1114
-	oidTimestamptz = 1184
-	oidNumeric     = 1700
-)
-
 // orderOf picks the comparison for a key column of source type oid. On a
 // MySQL target the target column must sort natively the same way
 // (mysqlType is its DATA_TYPE, "" for a PostgreSQL target).
 func orderOf(oid uint32, mysql bool, mysqlType string) order {
 	var o order
 	switch oid {
-	case oidInt2, oidInt4, oidInt8, oidOID, oidFloat4, oidFloat8, oidNumeric:
+	case pgtype.Int2OID, pgtype.Int4OID, pgtype.Int8OID, pgtype.OIDOID, pgtype.Float4OID, pgtype.Float8OID, pgtype.NumericOID:
 		o = orderNumber
-	case oidDate, oidTimestamp, oidTimestamptz, oidBool:
+	case pgtype.DateOID, pgtype.TimestampOID, pgtype.TimestamptzOID, pgtype.BoolOID:
 		o = orderLexical
 	default:
 		return orderText
@@ -64,9 +52,9 @@ func orderOf(oid uint32, mysql bool, mysqlType string) order {
 	switch {
 	case o == orderNumber && numeric[mysqlType]:
 		return o
-	case oid == oidBool && numeric[mysqlType]:
+	case oid == pgtype.BoolOID && numeric[mysqlType]:
 		return orderLexical // 0 and 1
-	case oid != oidBool && (mysqlType == "date" || mysqlType == "datetime" || mysqlType == "timestamp"):
+	case oid != pgtype.BoolOID && (mysqlType == "date" || mysqlType == "datetime" || mysqlType == "timestamp"):
 		return o
 	}
 	return orderText
@@ -90,8 +78,14 @@ func compareKeys(orders []order, a, b [][]byte) int {
 
 // compareNumbers compares numbers as PostgreSQL sorts them: -Infinity
 // first, then finite values, Infinity, NaN. Text that is no number sorts
-// after them all, by its bytes.
+// after them all, by its bytes. Integer keys, the common case, are
+// compared without allocating.
 func compareNumbers(a, b []byte) int {
+	if x, ok := parseInt(a); ok {
+		if y, ok := parseInt(b); ok {
+			return cmp.Compare(x, y)
+		}
+	}
 	ra, fa := numberRank(a)
 	rb, fb := numberRank(b)
 	if ra != rb {
@@ -123,6 +117,29 @@ func numberRank(v []byte) (int, bool) {
 		return 1, false
 	}
 	return 4, false
+}
+
+// parseInt reads a decimal integer that fits an int64 (an optional minus
+// sign and up to 18 digits).
+func parseInt(v []byte) (int64, bool) {
+	neg := len(v) > 0 && v[0] == '-'
+	if neg {
+		v = v[1:]
+	}
+	if len(v) == 0 || len(v) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 // compareFinite compares two finite numbers; integers cheaply.

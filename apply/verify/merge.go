@@ -3,6 +3,7 @@ package verify
 import (
 	"database/sql"
 	"encoding/hex"
+	"hash/maphash"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -115,7 +116,7 @@ func (r *row) fill(vals [][]byte, norm normal, key []int, isKey []bool) error {
 		n := len(r.buf) - start
 		r.buf[start-4], r.buf[start-3], r.buf[start-2], r.buf[start-1] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
 	}
-	r.hash = fnv64(r.buf[keyEnd:])
+	r.hash = hash64(r.buf[keyEnd:])
 	r.key = r.key[:0]
 	prev := 0
 	for _, e := range r.ends {
@@ -125,15 +126,11 @@ func (r *row) fill(vals [][]byte, norm normal, key []int, isKey []bool) error {
 	return nil
 }
 
-// fnv64 is FNV-1a, 64 bits.
-func fnv64(b []byte) uint64 {
-	h := uint64(14695981039346656037)
-	for _, c := range b {
-		h ^= uint64(c)
-		h *= 1099511628211
-	}
-	return h
-}
+// hashSeed seeds the row hashes. Hashes are only compared within one
+// run, so a seed of the process's own does.
+var hashSeed = maphash.MakeSeed()
+
+func hash64(b []byte) uint64 { return maphash.Bytes(hashSeed, b) }
 
 // Key is a row's key, one text per key column, as the side that has the
 // row holds it (normalized for a MySQL target).
@@ -240,7 +237,7 @@ func sumRows(rows rawRows, norm normal, count *int64, sum *[2]uint64) error {
 		}
 		*count++
 		sum[0] += r.hash
-		sum[1] += fnv64(append(r.buf, 0x5a)) * 0x9e3779b97f4a7c15
+		sum[1] += hash64(append(r.buf, 0x5a)) * 0x9e3779b97f4a7c15
 	}
 	return nil
 }

@@ -432,7 +432,7 @@ func (w *worker) sums(ctx context.Context, t *table, s span) (res *spanResult, s
 	if err := scanSum(ctx, tgt, q, args, &res.TargetRows, &tgtSum); err != nil {
 		return nil, false, fmt.Errorf("checksum target table %s: %w", t.target, pg.Describe(err))
 	}
-	res.sourceHash[0], res.targetHash[0] = fnv64([]byte(srcSum)), fnv64([]byte(tgtSum))
+	res.sourceHash[0], res.targetHash[0] = hash64([]byte(srcSum)), hash64([]byte(tgtSum))
 	return res, !res.differs(), nil
 }
 

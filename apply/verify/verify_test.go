@@ -6,12 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgtype"
+
 	"github.com/decant/decant/apply/mysql"
 	"github.com/decant/decant/mapping"
 	"github.com/decant/decant/source"
 )
-
-const oidText, oidJSONB, oidBpchar = 25, 3802, 1042
 
 func tableDef(cols []source.ColumnDef, pk ...string) *source.TableDef {
 	return &source.TableDef{Name: source.TableName{Schema: "public", Name: "t"}, Columns: cols, PrimaryKey: pk}
@@ -41,39 +41,39 @@ func TestMySQLNormalForms(t *testing.T) {
 		tgtValue string
 		equal    bool
 	}{
-		{"decimal scale", source.ColumnDef{Type: oidNumeric, TypeMod: 12<<16 | 3 + 4},
+		{"decimal scale", source.ColumnDef{Type: pgtype.NumericOID, TypeMod: 12<<16 | 3 + 4},
 			mapping.MySQLColumn{DataType: "decimal", ColumnType: "decimal(12,3)", Precision: 12, Scale: 3}, "1.5", "1.500", true},
-		{"decimal differs", source.ColumnDef{Type: oidNumeric, TypeMod: 12<<16 | 3 + 4},
+		{"decimal differs", source.ColumnDef{Type: pgtype.NumericOID, TypeMod: 12<<16 | 3 + 4},
 			mapping.MySQLColumn{DataType: "decimal", ColumnType: "decimal(12,3)", Precision: 12, Scale: 3}, "1.5", "1.510", false},
-		{"decimal integer", source.ColumnDef{Type: oidNumeric, TypeMod: 12<<16 | 3 + 4},
+		{"decimal integer", source.ColumnDef{Type: pgtype.NumericOID, TypeMod: 12<<16 | 3 + 4},
 			mapping.MySQLColumn{DataType: "decimal", ColumnType: "decimal(12,3)", Precision: 12, Scale: 3}, "-2", "-2.000", true},
-		{"timestamptz to UTC", source.ColumnDef{Type: oidTimestamptz, TypeMod: -1},
+		{"timestamptz to UTC", source.ColumnDef{Type: pgtype.TimestamptzOID, TypeMod: -1},
 			mapping.MySQLColumn{DataType: "datetime", ColumnType: "datetime(6)", DatetimePrecision: 6}, "2024-03-01 12:00:00.25+02", "2024-03-01 10:00:00.250000", true},
-		{"timestamptz differs", source.ColumnDef{Type: oidTimestamptz, TypeMod: -1},
+		{"timestamptz differs", source.ColumnDef{Type: pgtype.TimestamptzOID, TypeMod: -1},
 			mapping.MySQLColumn{DataType: "datetime", ColumnType: "datetime(6)", DatetimePrecision: 6}, "2024-03-01 12:00:00.25+00", "2024-03-01 10:00:00.250000", false},
-		{"double", source.ColumnDef{Type: oidFloat8, TypeMod: -1},
+		{"double", source.ColumnDef{Type: pgtype.Float8OID, TypeMod: -1},
 			mapping.MySQLColumn{DataType: "double", ColumnType: "double"}, "0.1", "0.1", true},
-		{"real read as double", source.ColumnDef{Type: oidFloat4, TypeMod: -1},
+		{"real read as double", source.ColumnDef{Type: pgtype.Float4OID, TypeMod: -1},
 			mapping.MySQLColumn{DataType: "float", ColumnType: "float"}, "0.333333343", "0.3333333432674408", true},
-		{"negative zero", source.ColumnDef{Type: oidFloat8, TypeMod: -1},
+		{"negative zero", source.ColumnDef{Type: pgtype.Float8OID, TypeMod: -1},
 			mapping.MySQLColumn{DataType: "double", ColumnType: "double"}, "-0", "0", true},
-		{"json key order and space", source.ColumnDef{Type: oidJSONB, TypeMod: -1},
+		{"json key order and space", source.ColumnDef{Type: pgtype.JSONBOID, TypeMod: -1},
 			mapping.MySQLColumn{DataType: "json", ColumnType: "json"}, `{"a": 1, "b": [1, 2.50]}`, `{"b":[1,2.50],"a":1}`, true},
-		{"json differs", source.ColumnDef{Type: oidJSONB, TypeMod: -1},
+		{"json differs", source.ColumnDef{Type: pgtype.JSONBOID, TypeMod: -1},
 			mapping.MySQLColumn{DataType: "json", ColumnType: "json"}, `{"a": 1}`, `{"a":2}`, false},
-		{"boolean", source.ColumnDef{Type: oidBool, TypeMod: -1},
+		{"boolean", source.ColumnDef{Type: pgtype.BoolOID, TypeMod: -1},
 			mapping.MySQLColumn{DataType: "tinyint", ColumnType: "tinyint(1)", Precision: 3}, "t", "1", true},
-		{"boolean differs", source.ColumnDef{Type: oidBool, TypeMod: -1},
+		{"boolean differs", source.ColumnDef{Type: pgtype.BoolOID, TypeMod: -1},
 			mapping.MySQLColumn{DataType: "tinyint", ColumnType: "tinyint(1)", Precision: 3}, "f", "1", false},
-		{"char padding", source.ColumnDef{Type: oidBpchar, TypeMod: 5 + 4},
+		{"char padding", source.ColumnDef{Type: pgtype.BPCharOID, TypeMod: 5 + 4},
 			mapping.MySQLColumn{DataType: "char", ColumnType: "char(5)", MaxLength: 5}, "ab   ", "ab", true},
-		{"text case", source.ColumnDef{Type: oidText, TypeMod: -1},
+		{"text case", source.ColumnDef{Type: pgtype.TextOID, TypeMod: -1},
 			mapping.MySQLColumn{DataType: "longtext", ColumnType: "longtext", MaxLength: 1 << 32}, "Ab", "ab", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.src.Name, c.tgt.Name, c.tgt.Nullable = "v", "v", true
-			def := tableDef([]source.ColumnDef{{Name: "id", Type: oidInt4, TypeMod: -1, NotNull: true}, c.src}, "id")
+			def := tableDef([]source.ColumnDef{{Name: "id", Type: pgtype.Int4OID, TypeMod: -1, NotNull: true}, c.src}, "id")
 			my := &mysql.Table{TargetTable: mapping.TargetTable{Name: source.TableName{Name: "t"}, PrimaryKey: []string{"id"},
 				Columns: []mapping.TargetColumn{{Name: "id"}, {Name: "v"}}},
 				MySQL: map[string]mapping.MySQLColumn{"id": {Name: "id", DataType: "int", ColumnType: "int(11)"}, "v": c.tgt}}
@@ -131,6 +131,7 @@ func TestCompareKeys(t *testing.T) {
 		{"9", "10", -1}, {"-5", "3", -1}, {"10", "10", 0}, {"1.5", "1.50", 0}, {"1.49", "1.5", -1},
 		{"1e+300", "2", 1}, {"-Infinity", "-1e300", -1}, {"Infinity", "99999999999999999999999", 1},
 		{"NaN", "Infinity", 1}, {"9223372036854775807", "9223372036854775808", -1},
+		{"-0", "0", 0}, {"12", "12.0", 0}, {"999999999999999999", "1000000000000000000", -1}, {"-12", "-3", -1},
 	} {
 		if got := compareKeys(num, [][]byte{[]byte(c.a)}, [][]byte{[]byte(c.b)}); got != c.want {
 			t.Errorf("number %s vs %s: %d, want %d", c.a, c.b, got, c.want)
@@ -154,9 +155,9 @@ func TestOrderOf(t *testing.T) {
 		mysqlType string
 		want      order
 	}{
-		{oidInt4, false, "", orderNumber}, {oidNumeric, true, "decimal", orderNumber}, {oidInt8, true, "varchar", orderText},
-		{oidTimestamptz, false, "", orderLexical}, {oidTimestamptz, true, "datetime", orderLexical},
-		{oidBool, true, "tinyint", orderLexical}, {oidText, false, "", orderText}, {oidText, true, "varchar", orderText},
+		{pgtype.Int4OID, false, "", orderNumber}, {pgtype.NumericOID, true, "decimal", orderNumber}, {pgtype.Int8OID, true, "varchar", orderText},
+		{pgtype.TimestamptzOID, false, "", orderLexical}, {pgtype.TimestamptzOID, true, "datetime", orderLexical},
+		{pgtype.BoolOID, true, "tinyint", orderLexical}, {pgtype.TextOID, false, "", orderText}, {pgtype.TextOID, true, "varchar", orderText},
 	} {
 		if got := orderOf(c.oid, c.mysql, c.mysqlType); got != c.want {
 			t.Errorf("orderOf(%d, %v, %q) = %d, want %d", c.oid, c.mysql, c.mysqlType, got, c.want)
@@ -212,8 +213,8 @@ func (f *fakeRows) Close() error     { return nil }
 
 func TestMerge(t *testing.T) {
 	def := tableDef([]source.ColumnDef{
-		{Name: "v", Type: oidText, TypeMod: -1},
-		{Name: "id", Type: oidInt4, TypeMod: -1, NotNull: true},
+		{Name: "v", Type: pgtype.TextOID, TypeMod: -1},
+		{Name: "id", Type: pgtype.Int4OID, TypeMod: -1, NotNull: true},
 	}, "id")
 	tb := pgTable(t, def)
 	if !tb.split || !reflect.DeepEqual(tb.keyNames, []string{"id"}) {

@@ -31,7 +31,7 @@ import (
 // begun, the tables it filled are emptied. Its snapshot ended with the
 // process that exported it, and rows changed since cannot be told apart
 // from rows copied, so the copy starts over.
-func exportForCopy(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, hasRow bool, log *slog.Logger) (*pgoutput.Exported, error) {
+func exportForCopy(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, names []source.TableName, hasRow bool, log *slog.Logger) (*pgoutput.Exported, error) {
 	if hasRow {
 		return nil, usagef("pipeline %s is already initialized; --copy copies the tables when a pipeline starts: run decant drop --yes first (and empty the target tables), then init --copy", c.Pipeline)
 	}
@@ -50,7 +50,7 @@ func exportForCopy(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin
 		} else {
 			log.Warn("dropping the slot of an interrupted init; no table had been copied yet", "slot", c.Pipeline)
 		}
-		if err := restartCopy(ctx, c, src, tgt, asOf != 0); err != nil {
+		if err := restartCopy(ctx, c, src, tgt, names, asOf != 0); err != nil {
 			return nil, err
 		}
 	}
@@ -59,16 +59,8 @@ func exportForCopy(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin
 
 // restartCopy undoes an interrupted copy: slot, copy state, and the rows
 // it put in the target tables.
-func restartCopy(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, copied bool) error {
+func restartCopy(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, names []source.TableName, copied bool) error {
 	if copied {
-		tables, err := pgoutput.SelectTables(ctx, src, c.filter)
-		if err != nil {
-			return err
-		}
-		names := make([]source.TableName, len(tables))
-		for i, t := range tables {
-			names[i] = t.Name
-		}
 		if err := tgt.Empty(ctx, names); err != nil {
 			return err
 		}
@@ -87,13 +79,9 @@ const copyRetries = 5
 // copyTables copies the selected tables under the exported snapshot, then
 // builds the secondary indexes of the tables init created.
 func copyTables(ctx context.Context, c config, o initOptions, src *pgx.Conn, exp *pgoutput.Exported, tables []pgoutput.Table, created []*source.TableDef, log *slog.Logger) error {
-	defs := make([]*source.TableDef, 0, len(tables))
-	for _, t := range tables {
-		def, err := pgoutput.DescribeTable(ctx, src, t.Name)
-		if err != nil {
-			return err
-		}
-		defs = append(defs, def)
+	defs, err := describeTables(ctx, src, tables)
+	if err != nil {
+		return err
 	}
 	split, err := o.copySplit()
 	if err != nil {
@@ -202,7 +190,7 @@ func copyFinished(ctx context.Context, c config, log *slog.Logger) error {
 
 func migrateCmd() *cobra.Command {
 	var f flags
-	var o initOptions
+	o := initOptions{copy: true}
 	var catchUp bool
 	var slotWait time.Duration
 	cmd := &cobra.Command{
@@ -217,27 +205,15 @@ or with --catch-up until the target has everything committed before the
 streaming began. Then check it with decant verify, and switch over with
 decant cutover.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := f.load(cmd)
+			c, log, err := runInit(cmd, &f, o)
 			if err != nil {
-				return err
-			}
-			if c.gaussSource() {
-				return usagef("migrate needs a PostgreSQL source (an exported snapshot); for GaussDB, copy the tables first, then init and run")
-			}
-			o.copy = true
-			log := logger(c)
-			if err := initPipeline(cmd.Context(), c, o, log); err != nil {
 				return err
 			}
 			return runPipeline(cmd.Context(), c, catchUp, slotWait, log)
 		},
 	}
-	addFlags(cmd, &f, true)
-	addMappingFlags(cmd, &f)
+	addInitFlags(cmd, &f, &o, false)
 	addStreamFlags(cmd, &f)
-	cmd.Flags().BoolVar(&o.create, "create-tables", false, "create missing target tables from the source catalog")
-	cmd.Flags().BoolVar(&o.ddl, "ddl", false, "replicate schema changes too")
-	addCopyFlags(cmd, &o, false)
 	cmd.Flags().BoolVar(&catchUp, "catch-up", false, "exit 0 once the target has what the source committed before streaming began")
 	cmd.Flags().DurationVar(&slotWait, "slot-wait", 60*time.Second, "how long to keep retrying while the slot is held by another session")
 	return cmd
@@ -258,20 +234,10 @@ indexes built after the data), then writes the checkpoint at the slot's
 consistent point. decant run then streams from exactly there. An
 interrupted copy is restarted by running decant copy again.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := f.load(cmd)
-			if err != nil {
-				return err
-			}
-			if c.gaussSource() {
-				return usagef("copy needs a PostgreSQL source (an exported snapshot); for GaussDB, copy the tables first, then init and run")
-			}
-			return initPipeline(cmd.Context(), c, o, logger(c))
+			_, _, err := runInit(cmd, &f, o)
+			return err
 		},
 	}
-	addFlags(cmd, &f, true)
-	addMappingFlags(cmd, &f)
-	cmd.Flags().BoolVar(&o.create, "create-tables", false, "create missing target tables from the source catalog")
-	cmd.Flags().BoolVar(&o.ddl, "ddl", false, "replicate schema changes too")
-	addCopyFlags(cmd, &o, false)
+	addInitFlags(cmd, &f, &o, false)
 	return cmd
 }

@@ -32,33 +32,47 @@ updates the publication).
 
 With --copy, the slot is created with an exported snapshot and every
 selected table is copied under it (--jobs workers, large tables in ranges;
-with --create-tables, secondary indexes are built after the data), so that
+with --create-tables, keys and indexes are built after the data), so that
 decant run afterwards neither misses nor repeats a row. An interrupted copy
 is restarted by running init --copy again.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := f.load(cmd)
-			if err != nil {
-				return err
-			}
-			if c.gaussSource() {
-				if o.copy {
-					return usagef("--copy needs a PostgreSQL source (an exported snapshot); for GaussDB, copy the tables first")
-				}
-				return initGauss(cmd.Context(), c, o, logger(c))
-			}
-			return initPipeline(cmd.Context(), c, o, logger(c))
+			_, _, err := runInit(cmd, &f, o)
+			return err
 		},
 	}
-	addFlags(cmd, &f, true)
-	addMappingFlags(cmd, &f)
-	cmd.Flags().BoolVar(&o.create, "create-tables", false, "create missing target tables from the source catalog (mapped types, keys, indexes)")
-	cmd.Flags().BoolVar(&o.ddl, "ddl", false, "replicate schema changes: install an event trigger on the source that reports DDL in the stream")
-	addCopyFlags(cmd, &o, true)
+	addInitFlags(cmd, &f, &o, true)
 	return cmd
 }
 
-// addCopyFlags adds the initial copy's flags (init; migrate, which always
-// copies, takes all but --copy).
+// runInit is init's work, which copy and migrate do too: it loads the
+// configuration and initialises the pipeline, copying the tables when
+// o.copy is set.
+func runInit(cmd *cobra.Command, f *flags, o initOptions) (config, *slog.Logger, error) {
+	c, err := f.load(cmd)
+	if err != nil {
+		return c, nil, err
+	}
+	log := logger(c)
+	if c.gaussSource() {
+		if o.copy {
+			return c, log, usagef("the initial copy needs a PostgreSQL source (an exported snapshot); for GaussDB, copy the tables first, then init and run")
+		}
+		return c, log, initGauss(cmd.Context(), c, o, log)
+	}
+	return c, log, initPipeline(cmd.Context(), c, o, log)
+}
+
+// addInitFlags adds init's flags (copy and migrate, which always copy,
+// take all but --copy).
+func addInitFlags(cmd *cobra.Command, f *flags, o *initOptions, withCopy bool) {
+	addFlags(cmd, f, true)
+	addMappingFlags(cmd, f)
+	cmd.Flags().BoolVar(&o.create, "create-tables", false, "create missing target tables from the source catalog (mapped types, keys, indexes)")
+	cmd.Flags().BoolVar(&o.ddl, "ddl", false, "replicate schema changes: install an event trigger on the source that reports DDL in the stream")
+	addCopyFlags(cmd, o, withCopy)
+}
+
+// addCopyFlags adds the initial copy's flags.
 func addCopyFlags(cmd *cobra.Command, o *initOptions, withCopy bool) {
 	if withCopy {
 		cmd.Flags().BoolVar(&o.copy, "copy", false, "copy the selected tables' rows as of the slot's creation (exported snapshot), then stream from there; the target tables must be empty")
@@ -154,7 +168,7 @@ func initPipeline(ctx context.Context, c config, o initOptions, log *slog.Logger
 	var slotCreated bool
 	var exported *pgoutput.Exported
 	if o.copy {
-		if exported, err = exportForCopy(ctx, c, src, tgt, hasRow, log); err != nil {
+		if exported, err = exportForCopy(ctx, c, src, tgt, names, hasRow, log); err != nil {
 			return err
 		}
 		defer exported.Close(ctx)
@@ -273,13 +287,9 @@ func setupDDL(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, tab
 	if err := pgoutput.InstallDDLCapture(ctx, src, c.Pipeline, c.Pipeline, c.filter); err != nil {
 		return err
 	}
-	var defs []*source.TableDef
-	for _, t := range tables {
-		def, err := pgoutput.DescribeTable(ctx, src, t.Name)
-		if err != nil {
-			return err
-		}
-		defs = append(defs, def)
+	defs, err := describeTables(ctx, src, tables)
+	if err != nil {
+		return err
 	}
 	if err := tgt.RecordSchema(ctx, defs); err != nil {
 		return err
@@ -292,18 +302,27 @@ func setupDDL(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, tab
 // and logs what could not be carried over.
 func createTables(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, tables []pgoutput.Table, missing []source.TableName, indexes bool, log *slog.Logger) ([]*source.TableDef, error) {
 	router := c.router()
-	var defs []*source.TableDef
-	for _, t := range tables {
-		if !slices.Contains(missing, router.Route(t.Name)) {
-			continue
-		}
-		def, err := pgoutput.DescribeTable(ctx, src, t.Name)
-		if err != nil {
-			return nil, err
-		}
-		defs = append(defs, def)
+	defs, err := describeTables(ctx, src, slices.DeleteFunc(slices.Clone(tables), func(t pgoutput.Table) bool {
+		return !slices.Contains(missing, router.Route(t.Name))
+	}))
+	if err != nil {
+		return nil, err
 	}
 	return defs, createDefs(ctx, c, tgt, defs, indexes, log)
+}
+
+// describeTables reads the source definitions of tables. Each caller
+// reads them when it needs them: a schema change in between is then seen,
+// or captured (init --ddl installs its capture before it records them).
+func describeTables(ctx context.Context, src *pgx.Conn, tables []pgoutput.Table) ([]*source.TableDef, error) {
+	defs := make([]*source.TableDef, len(tables))
+	for i, t := range tables {
+		var err error
+		if defs[i], err = pgoutput.DescribeTable(ctx, src, t.Name); err != nil {
+			return nil, err
+		}
+	}
+	return defs, nil
 }
 
 // createDefs creates target tables from source definitions and logs what

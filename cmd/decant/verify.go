@@ -18,7 +18,6 @@ import (
 
 	"github.com/decant/decant/apply/verify"
 	"github.com/decant/decant/checkpoint"
-	"github.com/decant/decant/source"
 	"github.com/decant/decant/source/pgoutput"
 )
 
@@ -135,11 +134,9 @@ func verifyPipeline(ctx context.Context, c config, o verifyOptions, log *slog.Lo
 	if len(tables) == 0 {
 		return nil, fmt.Errorf("no source table matches --tables %q; nothing to verify", c.filter)
 	}
-	defs := make([]*source.TableDef, len(tables))
-	for i, t := range tables {
-		if defs[i], err = pgoutput.DescribeTable(ctx, src, t.Name); err != nil {
-			return nil, err
-		}
+	defs, err := describeTables(ctx, src, tables)
+	if err != nil {
+		return nil, err
 	}
 	return verify.Run(ctx, verify.Config{
 		Source: c.Source, Target: c.Target, MySQL: c.mysqlTarget(),
