@@ -28,7 +28,34 @@ type TargetColumn struct {
 	// IdentityAlways marks GENERATED ALWAYS AS IDENTITY: INSERT must say
 	// OVERRIDING SYSTEM VALUE, and UPDATE may not set it.
 	IdentityAlways bool
+	// Type is the column's type as a cast spells it, with its modifier
+	// ("numeric(12,2)", "character(5)", "mood[]"), so that an old value cast
+	// to it is coerced as an inserted one was; PostgreSQL targets only.
+	Type string
+	// Compare is how a whole-row match compares the column with an old
+	// value; PostgreSQL targets only.
+	Compare Compare
 }
+
+// Compare is how a PostgreSQL target compares a column with the old value
+// the source sent (the type's output text) when it finds a row by its
+// whole old image. The type's own equality lets the planner use any index
+// on the column; but equality may hold between values that are not the
+// same (1.0 and 1.00, '1 day' and '24 hours', -0 and 0), and some types have
+// none (point, box, json, xml), so those compare their output text, which
+// is what the source sent.
+type Compare uint8
+
+const (
+	// CompareText compares output text only: the type has no equality.
+	CompareText Compare = iota
+	// CompareEqualText uses the type's equality to find candidates and
+	// output text to tell equal but different values apart.
+	CompareEqualText
+	// CompareEqual uses the type's equality alone: equal values are
+	// identical (the btree operator class says so: equalimage).
+	CompareEqual
+)
 
 func (t *TargetTable) column(name string) (TargetColumn, bool) {
 	for _, c := range t.Columns {
@@ -50,11 +77,19 @@ type Plan struct {
 	// left out; Cols lists the written ones in source order.
 	Names []string
 	Cols  []int
-	// Key lists the columns that identify a row in UPDATE and DELETE. With
-	// WholeRow set there is no key: a row is found by all its written old
-	// values (NULL-safe), and one matching row is changed at a time, so
-	// identical duplicates are handled one by one.
-	Key      []int
+	// Targets holds, by source column, the target column it is written to
+	// (the zero TargetColumn for a column left out).
+	Targets []TargetColumn
+	// Key lists the columns that identify a row: the source's replica
+	// identity key, or with replica identity FULL the target's primary key
+	// when every column of it is written (nil otherwise).
+	Key []int
+	// WholeRow (replica identity FULL) finds a row by all its written old
+	// values, never by Key alone, and changes one matching row at a time,
+	// so identical duplicates are handled one by one. A target key is no
+	// proof of identity here: it may be deferrable, and so not unique in
+	// the middle of a transaction that swaps two keys, or be a key the
+	// source does not have.
 	WholeRow bool
 	// Fixed lists the columns the target keeps as GENERATED ALWAYS AS
 	// IDENTITY. UPDATE leaves them out of SET and instead requires the row
@@ -72,7 +107,8 @@ type Plan struct {
 // to find a row (Generated lists them); no column that identifies rows may
 // be left out or generated.
 func NewPlan(rel *source.Relation, tgt TargetTable, rules ColumnRules) (*Plan, error) {
-	p := &Plan{Rel: rel, Target: tgt.Name, Partitioned: tgt.Partitioned, Names: make([]string, len(rel.Columns))}
+	p := &Plan{Rel: rel, Target: tgt.Name, Partitioned: tgt.Partitioned,
+		Names: make([]string, len(rel.Columns)), Targets: make([]TargetColumn, len(rel.Columns))}
 	var missing []string
 	for i, c := range rel.Columns {
 		if slices.Contains(rules.Exclude, c.Name) {
@@ -92,7 +128,7 @@ func NewPlan(rel *source.Relation, tgt TargetTable, rules ColumnRules) (*Plan, e
 		case tc.IdentityAlways:
 			p.Fixed = append(p.Fixed, i)
 		}
-		p.Names[i] = name
+		p.Names[i], p.Targets[i] = name, tc
 		p.Cols = append(p.Cols, i)
 	}
 	if len(missing) > 0 {
@@ -111,13 +147,9 @@ func NewPlan(rel *source.Relation, tgt TargetTable, rules ColumnRules) (*Plan, e
 			p.Key = append(p.Key, i)
 		}
 	case source.IdentityFull:
-		// Like PostgreSQL's own apply worker: with a full old row, use the
-		// target's primary key when it has one, else match the whole row.
 		p.Key = p.indexesOf(tgt.PrimaryKey)
 	}
-	if len(p.Key) == 0 {
-		p.WholeRow = true
-	}
+	p.WholeRow = len(p.Key) == 0 || rel.Identity == source.IdentityFull
 	return p, nil
 }
 
@@ -139,51 +171,114 @@ func (p *Plan) indexesOf(names []string) []int {
 // relation with replica identity NOTHING sends no old values.
 func (p *Plan) Identifies() bool { return p.Rel.Identity != source.IdentityNothing }
 
+// Match is how one UPDATE or DELETE finds its row: by the plan's Key, or
+// (Whole) by every written column's old value, Null marking, by source
+// column, the old values that are NULL (only where a dialect asks for it;
+// see ShapeRenderers.Nulls).
+type Match struct {
+	Whole bool
+	Null  []bool
+}
+
+// MatchOf says how change c finds its row: by the whole old row when the
+// plan says so and c carries one; by Key otherwise. A source that names no
+// replica identity may send no old row at all (GaussDB, for an UPDATE that
+// kept its key); its relations are FULL, and the target's primary key is
+// then the only way to the row.
+func (p *Plan) MatchOf(c *source.Change) Match {
+	return Match{Whole: p.WholeRow && (c.Old != nil || len(p.Key) == 0)}
+}
+
 // WhereCols lists the columns whose old values find a row: the key, or
-// every written column when there is none.
-func (p *Plan) WhereCols() []int {
-	if p.WholeRow {
+// every written column for a whole-row match.
+func (p *Plan) WhereCols(m Match) []int {
+	if m.Whole {
 		return p.Cols
 	}
 	return p.Key
 }
 
-// UpdateShapes hands out the UPDATE statement for each set of columns an
-// update writes (all written columns but unchanged TOAST values and Fixed
-// columns), rendering each shape once.
-type UpdateShapes struct {
-	plan   *Plan
-	render func(set []bool) string
-	set    []bool
-	key    []byte
-	cache  map[string]string
+// Shapes hands out a plan's UPDATE and DELETE statements by shape,
+// rendering each shape once: which columns an UPDATE sets (every written
+// column but unchanged TOAST values and Fixed columns), whether the row is
+// found by key or by the whole old row, and, when the dialect asks for it
+// (ShapeRenderers.Nulls), which old values of a whole-row match are NULL,
+// for a dialect that must say "IS NULL" for them rather than compare with
+// a parameter.
+type Shapes struct {
+	plan  *Plan
+	r     ShapeRenderers
+	set   []bool
+	null  []bool
+	key   []byte
+	cache map[string]string
 }
 
-// NewUpdateShapes returns the cache for a plan and a dialect's renderer.
-func (p *Plan) NewUpdateShapes(render func(set []bool) string) *UpdateShapes {
+// ShapeRenderers are a dialect's renderers for one plan; set and Match.Null
+// are indexed by source column.
+type ShapeRenderers struct {
+	Update func(set []bool, m Match) string
+	Delete func(m Match) string
+	Nulls  bool
+}
+
+// NewShapes returns the statement cache for a plan and a dialect.
+func (p *Plan) NewShapes(r ShapeRenderers) *Shapes {
 	n := len(p.Rel.Columns)
-	return &UpdateShapes{plan: p, render: render, set: make([]bool, n), key: make([]byte, n), cache: map[string]string{}}
+	return &Shapes{plan: p, r: r, set: make([]bool, n), null: make([]bool, n), key: make([]byte, n+2), cache: map[string]string{}}
 }
 
-// For returns the statement for a new row and the columns it sets. The
-// slice is reused by the next call.
-func (u *UpdateShapes) For(row []source.Value) (sql string, set []bool) {
-	for i, v := range row {
-		u.set[i] = v.Kind != source.ValueUnchanged && u.plan.Names[i] != ""
+// Update returns the UPDATE for c, the columns it sets and how it finds
+// the row. The slices are reused by the next call.
+func (s *Shapes) Update(c *source.Change) (sql string, set []bool, m Match) {
+	for i, v := range c.New {
+		s.set[i] = v.Kind != source.ValueUnchanged && s.plan.Names[i] != ""
 	}
-	for _, i := range u.plan.Fixed {
-		u.set[i] = false
+	for _, i := range s.plan.Fixed {
+		s.set[i] = false
 	}
-	for i, s := range u.set {
-		u.key[i] = '0'
-		if s {
-			u.key[i] = '1'
+	m = s.match(c)
+	return s.lookup('u', m, func() string { return s.r.Update(s.set, m) }), s.set, m
+}
+
+// Delete returns the DELETE for c and how it finds the row. The slice in
+// Match is reused by the next call.
+func (s *Shapes) Delete(c *source.Change) (sql string, m Match) {
+	clear(s.set)
+	m = s.match(c)
+	return s.lookup('d', m, func() string { return s.r.Delete(m) }), m
+}
+
+func (s *Shapes) match(c *source.Change) Match {
+	m := s.plan.MatchOf(c)
+	clear(s.null)
+	m.Null = s.null
+	if s.r.Nulls && m.Whole && c.Old != nil {
+		for _, i := range s.plan.Cols {
+			s.null[i] = c.Old[i].Kind == source.ValueNull
 		}
 	}
-	sql, ok := u.cache[string(u.key)]
-	if !ok {
-		sql = u.render(u.set)
-		u.cache[string(u.key)] = sql
+	return m
+}
+
+func (s *Shapes) lookup(op byte, m Match, render func() string) string {
+	s.key[0], s.key[1] = op, 'k'
+	if m.Whole {
+		s.key[1] = 'w'
 	}
-	return sql, u.set
+	for i := range s.set {
+		s.key[i+2] = '0'
+		if s.set[i] {
+			s.key[i+2] |= 1
+		}
+		if s.null[i] {
+			s.key[i+2] |= 2
+		}
+	}
+	sql, ok := s.cache[string(s.key)]
+	if !ok {
+		sql = render()
+		s.cache[string(s.key)] = sql
+	}
+	return sql
 }

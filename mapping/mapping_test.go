@@ -76,16 +76,19 @@ func TestNewPlanKeys(t *testing.T) {
 			wholeRow: true, identifies: true,
 		},
 		{
-			name: "full identity uses target primary key",
+			// The target's key is known (verify splits by it), but rows are
+			// still matched by the whole old row: the key may be deferrable
+			// or one the source lacks.
+			name: "full identity knows the target primary key and matches whole rows",
 			rel:  rel(source.IdentityFull, "a*", "id*", "b*"),
 			tgt:  target([]string{"id"}, "a", "b", "id"),
-			key:  []int{1}, identifies: true,
+			key:  []int{1}, wholeRow: true, identifies: true,
 		},
 		{
 			name: "full identity follows primary key order",
 			rel:  rel(source.IdentityFull, "x", "k1", "y", "k2"),
 			tgt:  target([]string{"k2", "k1"}, "x", "y", "k1", "k2"),
-			key:  []int{3, 1}, identifies: true,
+			key:  []int{3, 1}, wholeRow: true, identifies: true,
 		},
 		{
 			name:     "full identity without target primary key",
@@ -204,8 +207,8 @@ func TestNewPlanFixedAndPartitioned(t *testing.T) {
 			if !reflect.DeepEqual(p.Key, tt.key) {
 				t.Errorf("Key = %#v, want %#v", p.Key, tt.key)
 			}
-			if p.WholeRow != (len(tt.key) == 0) {
-				t.Errorf("WholeRow = %v with key %v", p.WholeRow, tt.key)
+			if want := len(tt.key) == 0 || tt.rel.Identity == source.IdentityFull; p.WholeRow != want {
+				t.Errorf("WholeRow = %v with key %v and identity %c", p.WholeRow, tt.key, tt.rel.Identity)
 			}
 			if p.Partitioned != tt.partitioned {
 				t.Errorf("Partitioned = %v, want %v", p.Partitioned, tt.partitioned)
@@ -224,8 +227,8 @@ func TestGeneratedTargetColumnsNotWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(p.Cols, []int{1}) || !slices.Equal(p.Generated, []string{"g1", "g2"}) || !slices.Equal(p.WhereCols(), []int{1}) {
-		t.Errorf("Cols %v Generated %v WhereCols %v: generated columns must be neither written nor matched", p.Cols, p.Generated, p.WhereCols())
+	if !slices.Equal(p.Cols, []int{1}) || !slices.Equal(p.Generated, []string{"g1", "g2"}) || !slices.Equal(p.WhereCols(Match{Whole: p.WholeRow}), []int{1}) {
+		t.Errorf("Cols %v Generated %v WhereCols %v: generated columns must be neither written nor matched", p.Cols, p.Generated, p.WhereCols(Match{Whole: p.WholeRow}))
 	}
 }
 
@@ -284,6 +287,44 @@ func TestNewPlanErrors(t *testing.T) {
 			}
 			if err.Error() != tt.want {
 				t.Errorf("error:\n got %q\nwant %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestMatchOf: with FULL identity a change is found by its whole old row;
+// only a change without one (a GaussDB UPDATE that kept its key, whose
+// relation names no identity) falls back to the target's primary key.
+func TestMatchOf(t *testing.T) {
+	withPK, err := NewPlan(rel(source.IdentityFull, "id", "a"), target([]string{"id"}, "id", "a"), ColumnRules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyless, err := NewPlan(rel(source.IdentityFull, "id", "a"), target(nil, "id", "a"), ColumnRules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyed, err := NewPlan(rel(source.IdentityDefault, "id*", "a"), target([]string{"id"}, "id", "a"), ColumnRules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := []source.Value{{Kind: source.ValueText}, {Kind: source.ValueNull}}
+	for _, tt := range []struct {
+		name  string
+		p     *Plan
+		old   []source.Value
+		whole bool
+		cols  []int
+	}{
+		{"full with old row", withPK, old, true, []int{0, 1}},
+		{"full without old row uses the target key", withPK, nil, false, []int{0}},
+		{"keyless without old row stays whole", keyless, nil, true, []int{0, 1}},
+		{"keyed with old key", keyed, old, false, []int{0}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := tt.p.MatchOf(&source.Change{Old: tt.old})
+			if m.Whole != tt.whole || !slices.Equal(tt.p.WhereCols(m), tt.cols) {
+				t.Errorf("MatchOf = whole %v cols %v, want %v %v", m.Whole, tt.p.WhereCols(m), tt.whole, tt.cols)
 			}
 		})
 	}

@@ -152,8 +152,7 @@ type plan struct {
 	rowMarks   string
 	deleteHead string
 	keyMarks   string
-	deleteOne  string
-	updates    *mapping.UpdateShapes
+	shapes     *mapping.Shapes // UPDATE statements
 }
 
 func (t *Target) plan(ctx context.Context, rel *source.Relation) (*plan, error) {
@@ -188,7 +187,11 @@ func newPlan(rel *source.Relation, tt *Table, rules mapping.ColumnRules, policy 
 		conv: make([]mapping.Converter, len(rel.Columns)),
 		cmp:  make([]comparer, len(rel.Columns)),
 	}
-	p.updates = mp.NewUpdateShapes(func(set []bool) string { return renderUpdate(mp, set, p.cmp) })
+	// <=> matches NULL old values, so one shape serves NULL and not NULL.
+	p.shapes = mp.NewShapes(mapping.ShapeRenderers{
+		Update: func(set []bool, m mapping.Match) string { return renderUpdate(mp, set, m, p.cmp) },
+		Delete: func(m mapping.Match) string { return renderDelete(mp, m, p.cmp) },
+	})
 	var bad []string
 	for _, i := range mp.Cols {
 		col := tt.MySQL[mp.Names[i]]
@@ -204,10 +207,9 @@ func newPlan(rel *source.Relation, tt *Table, rules mapping.ColumnRules, policy 
 		return nil, fmt.Errorf("source table %s cannot be written to target table %s: %v", rel.Table(), targetText(tt.Name), bad)
 	}
 	p.insertHead, p.rowMarks = insertHead(mp)
-	if !mp.WholeRow {
+	if len(mp.Key) > 0 {
 		p.deleteHead, p.keyMarks = deleteInHead(mp)
 	}
-	p.deleteOne = renderDelete(mp, p.cmp)
 	return p, nil
 }
 

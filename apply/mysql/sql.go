@@ -56,15 +56,15 @@ func compareWith(tgt mapping.MySQLColumn, maria bool) comparer {
 // renderWhere finds a row by its key, or without one by all its written
 // columns, NULL-safe (<=>), one row at a time (LIMIT 1) so that identical
 // duplicates are changed one by one as on the source.
-func renderWhere(p *mapping.Plan, cmp []comparer) string {
+func renderWhere(p *mapping.Plan, m mapping.Match, cmp []comparer) string {
 	var b strings.Builder
-	for n, i := range p.WhereCols() {
+	for n, i := range p.WhereCols(m) {
 		if n > 0 {
 			b.WriteString(" AND ")
 		}
-		b.WriteString(cmp[i](p.Names[i], p.WholeRow))
+		b.WriteString(cmp[i](p.Names[i], m.Whole))
 	}
-	if p.WholeRow {
+	if m.Whole {
 		b.WriteString(" LIMIT 1")
 	}
 	return b.String()
@@ -74,7 +74,7 @@ func renderWhere(p *mapping.Plan, cmp []comparer) string {
 // left out: the target keeps its own). Parameters: the set values in column
 // order, then the where values. With nothing to set, a column is set to
 // itself so the statement still has to find its row.
-func renderUpdate(p *mapping.Plan, set []bool, cmp []comparer) string {
+func renderUpdate(p *mapping.Plan, set []bool, m mapping.Match, cmp []comparer) string {
 	var b strings.Builder
 	b.WriteString("UPDATE " + quoteTable(p.Target) + " SET ")
 	n := 0
@@ -92,13 +92,13 @@ func renderUpdate(p *mapping.Plan, set []bool, cmp []comparer) string {
 		name := quoteIdent(p.Names[p.Cols[0]])
 		b.WriteString(name + " = " + name)
 	}
-	b.WriteString(" WHERE " + renderWhere(p, cmp))
+	b.WriteString(" WHERE " + renderWhere(p, m, cmp))
 	return b.String()
 }
 
 // renderDelete deletes one row found by renderWhere.
-func renderDelete(p *mapping.Plan, cmp []comparer) string {
-	return "DELETE FROM " + quoteTable(p.Target) + " WHERE " + renderWhere(p, cmp)
+func renderDelete(p *mapping.Plan, m mapping.Match, cmp []comparer) string {
+	return "DELETE FROM " + quoteTable(p.Target) + " WHERE " + renderWhere(p, m, cmp)
 }
 
 // deleteInHead is "DELETE FROM t WHERE (`k1`, `k2`) IN (" and keyMarks

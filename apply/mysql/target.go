@@ -241,19 +241,20 @@ func (t *Target) insert(ctx context.Context, txn *source.Txn, p *plan, c *source
 }
 
 func (t *Target) delete(ctx context.Context, txn *source.Txn, p *plan, c *source.Change) error {
-	if p.WholeRow {
+	if p.MatchOf(c).Whole {
 		if err := t.endRun(ctx); err != nil {
 			return err
 		}
-		old, err := keyRow(p, c)
+		sql, m := p.shapes.Delete(c)
+		old, err := keyRow(p, c, m)
 		if err != nil {
 			return err
 		}
-		args, err := p.convertRow(nil, old, p.WhereCols())
+		args, err := p.convertRow(nil, old, p.WhereCols(m))
 		if err != nil {
 			return err
 		}
-		t.batch.add(p.deleteOne, args, apply.Origin{Op: "delete", Table: p.Target, Txn: txn, Expect: 1})
+		t.batch.add(sql, args, apply.Origin{Op: "delete", Table: p.Target, Txn: txn, Expect: 1})
 		return t.maybeFlush(ctx)
 	}
 	if !t.run.continues(runDelete, p, txn) {
@@ -262,7 +263,7 @@ func (t *Target) delete(ctx context.Context, txn *source.Txn, p *plan, c *source
 		}
 		t.run.start(runDelete, p, txn)
 	}
-	old, err := keyRow(p, c)
+	old, err := keyRow(p, c, mapping.Match{})
 	if err != nil {
 		return err
 	}
@@ -276,20 +277,20 @@ func (t *Target) delete(ctx context.Context, txn *source.Txn, p *plan, c *source
 }
 
 // keyRow is the image that holds a change's old key: the old row when the
-// source sent one, else the new row (an UPDATE that kept its key). Without
-// a key only the old row can find the row.
-func keyRow(p *plan, c *source.Change) ([]source.Value, error) {
+// source sent one, else the new row (an UPDATE that kept its key). A
+// whole-row match needs the old row.
+func keyRow(p *plan, c *source.Change, m mapping.Match) ([]source.Value, error) {
 	switch {
 	case c.Old != nil:
 		return c.Old, nil
-	case p.WholeRow:
-		return nil, errors.New("the source sent no old values and the target table has no primary key to find the row by; add a primary key on the target")
+	case m.Whole:
+		return nil, errors.New("the source sent no old values to find the row by; set REPLICA IDENTITY FULL or a primary key on the source table")
 	}
 	return c.New, nil
 }
 
 func (t *Target) update(ctx context.Context, txn *source.Txn, p *plan, c *source.Change) error {
-	sql, set := p.updates.For(c.New)
+	sql, set, m := p.shapes.Update(c)
 	var setCols []int
 	for _, i := range p.Cols {
 		if set[i] {
@@ -300,11 +301,11 @@ func (t *Target) update(ctx context.Context, txn *source.Txn, p *plan, c *source
 	if err != nil {
 		return err
 	}
-	old, err := keyRow(p, c)
+	old, err := keyRow(p, c, m)
 	if err != nil {
 		return err
 	}
-	if args, err = p.convertRow(args, old, p.WhereCols()); err != nil {
+	if args, err = p.convertRow(args, old, p.WhereCols(m)); err != nil {
 		return err
 	}
 	t.batch.add(sql, args, apply.Origin{Op: "update", Table: p.Target, Txn: txn, Expect: 1})

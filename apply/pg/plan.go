@@ -14,8 +14,7 @@ type plan struct {
 	*mapping.Plan
 	insertSQL string
 	copySQL   string
-	deleteSQL string
-	updates   *mapping.UpdateShapes
+	shapes    *mapping.Shapes // UPDATE and DELETE statements
 }
 
 func (t *Target) plan(ctx context.Context, rel *source.Relation) (*plan, error) {
@@ -38,8 +37,11 @@ func (t *Target) plan(ctx context.Context, rel *source.Relation) (*plan, error) 
 		Plan:      mp,
 		insertSQL: renderInsert(mp),
 		copySQL:   renderCopy(mp),
-		deleteSQL: renderDelete(mp),
-		updates:   mp.NewUpdateShapes(func(set []bool) string { return renderUpdate(mp, set) }),
+		shapes: mp.NewShapes(mapping.ShapeRenderers{
+			Update: func(set []bool, m mapping.Match) string { return renderUpdate(mp, set, m) },
+			Delete: func(m mapping.Match) string { return renderDelete(mp, m) },
+			Nulls:  true,
+		}),
 	}
 	t.plans[rel] = p
 	t.last = p
@@ -48,25 +50,29 @@ func (t *Target) plan(ctx context.Context, rel *source.Relation) (*plan, error) 
 
 var (
 	errOldRow   = errors.New("the source sent no usable old value for a column that identifies the row")
-	errNoOldRow = errors.New("the source sent no old values and the target table has no primary key to find the row by; add a primary key on the target")
+	errNoOldRow = errors.New("the source sent no old values to find the row by; set REPLICA IDENTITY FULL or a primary key on the source table")
 )
 
-// appendWhere appends the values that find the changed row: the old image
-// when the source sent one, else (an UPDATE that kept its key) the new one.
-func (p *plan) appendWhere(args [][]byte, c *source.Change) ([][]byte, error) {
+// appendWhere appends the values that find the changed row as m says: the
+// old image when the source sent one, else (an UPDATE that kept its key)
+// the new one; but the old values that a whole-row match finds with IS
+// NULL.
+func (p *plan) appendWhere(args [][]byte, c *source.Change, m mapping.Match) ([][]byte, error) {
 	row := c.Old
 	if row == nil {
-		if p.WholeRow {
+		if m.Whole {
 			return nil, errNoOldRow
 		}
 		row = c.New
 	}
-	for _, col := range p.WhereCols() {
+	for _, col := range p.WhereCols(m) {
 		v := row[col]
 		if v.Kind == source.ValueUnchanged || v.Kind == source.ValueBinary {
 			return nil, fmt.Errorf("%w (column %s)", errOldRow, p.Rel.Columns[col].Name)
 		}
-		args = append(args, param(v))
+		if !m.Whole || !m.Null[col] {
+			args = append(args, param(v))
+		}
 	}
 	return args, nil
 }

@@ -58,13 +58,14 @@ func renderCopy(p *mapping.Plan) string {
 
 // renderUpdate sets the written columns marked in set (unchanged TOAST
 // values and Fixed columns are not, so the target keeps its own) and finds
-// the row by where. Parameters: the set values in column order, then the
-// where values, then the new values of the Fixed columns. When nothing is
-// left to set, a column is set to itself: the statement must still find
+// the row as renderWhere does. Parameters: the set values in column order,
+// then the where values (but NULL ones), then the new values of the Fixed
+// columns. When nothing
+// is left to set, a column is set to itself: the statement must still find
 // exactly one row.
-func renderUpdate(p *mapping.Plan, set []bool) string {
+func renderUpdate(p *mapping.Plan, set []bool, m mapping.Match) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "UPDATE %s SET ", quoteTable(p.Target))
+	fmt.Fprintf(&b, "UPDATE %s SET ", tableRef(p))
 	n := 0
 	for _, i := range p.Cols {
 		if !set[i] {
@@ -86,29 +87,50 @@ func renderUpdate(p *mapping.Plan, set []bool) string {
 		}
 	}
 	b.WriteString(" WHERE ")
-	b.WriteString(renderWhere(p, n+1))
-	n += len(p.WhereCols())
+	b.WriteString(renderWhere(p, m, n+1))
+	n += whereParams(p, m)
 	for k, i := range p.Fixed {
 		fmt.Fprintf(&b, " AND %s = $%d", quoteIdent(p.Names[i]), n+1+k)
 	}
 	return b.String()
 }
 
-func renderDelete(p *mapping.Plan) string {
-	return fmt.Sprintf("DELETE FROM %s WHERE %s", quoteTable(p.Target), renderWhere(p, 1))
+func renderDelete(p *mapping.Plan, m mapping.Match) string {
+	return fmt.Sprintf("DELETE FROM %s WHERE %s", tableRef(p), renderWhere(p, m, 1))
 }
 
-// renderWhere finds a row by key, or, without a key, picks one row whose
-// every written column equals the old value (NULL-safe). The whole-row
-// match compares text forms, which works for every type (json and point
-// have no equality operator) and is exact: both sides print with the same
-// settings. Selecting one physical row by ctid makes UPDATE and DELETE
-// change exactly one of several identical duplicates, as they did on the
-// source.
-func renderWhere(p *mapping.Plan, first int) string {
+// tableRef names the target table in UPDATE and DELETE: ONLY the table
+// itself, so that a row of an inheritance child never matches a change of
+// its parent, except for a partitioned table, whose rows live in its
+// partitions and reach them through it.
+func tableRef(p *mapping.Plan) string {
+	if p.Partitioned {
+		return quoteTable(p.Target)
+	}
+	return "ONLY " + quoteTable(p.Target)
+}
+
+// whereParams is how many parameters renderWhere takes.
+func whereParams(p *mapping.Plan, m mapping.Match) int {
+	n := 0
+	for _, i := range p.WhereCols(m) {
+		if !m.Whole || !m.Null[i] {
+			n++
+		}
+	}
+	return n
+}
+
+// renderWhere finds a row by key, or, with a whole-row match, picks one row
+// whose every written column equals its old value: IS NULL where m.Null
+// says the old value is NULL, else compared as the column's Compare says (see
+// compareExpr), so an index on any of the columns can find the candidates.
+// Selecting one physical row by ctid makes UPDATE and DELETE change exactly
+// one of several identical duplicates, as they did on the source.
+func renderWhere(p *mapping.Plan, m mapping.Match, first int) string {
 	var b strings.Builder
-	cols := p.WhereCols()
-	if !p.WholeRow {
+	cols := p.WhereCols(m)
+	if !m.Whole {
 		for k, i := range cols {
 			if k > 0 {
 				b.WriteString(" AND ")
@@ -121,15 +143,41 @@ func renderWhere(p *mapping.Plan, first int) string {
 	if p.Partitioned {
 		id = "(tableoid, ctid)" // ctid repeats across partitions
 	}
-	fmt.Fprintf(&b, "%s = (SELECT %s FROM %s WHERE ", id, strings.Trim(id, "()"), quoteTable(p.Target))
+	fmt.Fprintf(&b, "%s = (SELECT %s FROM %s WHERE ", id, strings.Trim(id, "()"), tableRef(p))
+	n := first
 	for k, i := range cols {
 		if k > 0 {
 			b.WriteString(" AND ")
 		}
-		fmt.Fprintf(&b, "%s::text IS NOT DISTINCT FROM $%d", quoteIdent(p.Names[i]), first+k)
+		col := quoteIdent(p.Names[i])
+		if m.Null[i] {
+			b.WriteString(col + " IS NULL")
+			continue
+		}
+		b.WriteString(compareExpr(col, p.Targets[i].Type, p.Targets[i].Compare, "$"+strconv.Itoa(n)))
+		n++
 	}
 	b.WriteString(" LIMIT 1)")
 	return b.String()
+}
+
+// compareExpr compares column col of type typ with parameter param, the
+// old value's output text as the source sent it. The text side calls the
+// type's output function (format's %s does), not a cast to text: some
+// casts print otherwise (true::text is "true", inet's drops no "/32",
+// char(n)'s trims the padding).
+func compareExpr(col, typ string, cmp mapping.Compare, param string) string {
+	if typ == "" {
+		cmp = mapping.CompareText
+	}
+	text := "format('%s', " + col + ") = " + param + "::text"
+	switch cmp {
+	case mapping.CompareEqual:
+		return col + " = " + param + "::" + typ
+	case mapping.CompareEqualText:
+		return col + " = " + param + "::text::" + typ + " AND " + text
+	}
+	return text
 }
 
 // renderTruncate truncates the tables together, like the source did.

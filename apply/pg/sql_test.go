@@ -16,7 +16,16 @@ type col struct {
 	name   string
 	key    bool // part of the source replica identity
 	always bool // GENERATED ALWAYS AS IDENTITY on the target
+	typ    string
+	cmp    mapping.Compare
 }
+
+// noNulls says that no old value is NULL.
+var noNulls = make([]bool, 8)
+
+// match is how the plan's statements find rows when the old row is sent
+// and holds no NULL.
+func match(p *mapping.Plan) mapping.Match { return mapping.Match{Whole: p.WholeRow, Null: noNulls} }
 
 // table describes one source relation and its target table.
 type table struct {
@@ -37,7 +46,7 @@ func (tb table) plan(t *testing.T) *mapping.Plan {
 	}
 	for _, c := range tb.cols {
 		rel.Columns = append(rel.Columns, source.Column{Name: c.name, Type: 25, TypeMod: -1, Key: c.key})
-		tgt.Columns = append(tgt.Columns, mapping.TargetColumn{Name: c.name, IdentityAlways: c.always})
+		tgt.Columns = append(tgt.Columns, mapping.TargetColumn{Name: c.name, IdentityAlways: c.always, Type: c.typ, Compare: c.cmp})
 	}
 	p, err := mapping.NewPlan(rel, tgt, mapping.ColumnRules{})
 	if err != nil {
@@ -126,27 +135,31 @@ func TestRenderDelete(t *testing.T) {
 		tb   table
 		want string
 	}{
-		{"keyed", orders, `DELETE FROM "public"."orders" WHERE "id" = $1`},
-		{"multi-column key", lines, `DELETE FROM "sales"."lines" WHERE "order_id" = $1 AND "line_no" = $2`},
-		{"full identity with target primary key", fullPK, `DELETE FROM "public"."docs" WHERE "id" = $1`},
+		{"keyed", orders, `DELETE FROM ONLY "public"."orders" WHERE "id" = $1`},
+		{"multi-column key", lines, `DELETE FROM ONLY "sales"."lines" WHERE "order_id" = $1 AND "line_no" = $2`},
+		// A target primary key is no proof of identity under FULL: it may be
+		// deferrable, or the source may not have it. The whole row decides.
+		{"full identity with target primary key", fullPK,
+			`DELETE FROM ONLY "public"."docs" WHERE ctid = (SELECT ctid FROM ONLY "public"."docs" WHERE format('%s', "title") = $1::text AND format('%s', "id") = $2::text AND format('%s', "body") = $3::text LIMIT 1)`},
 		{"full identity without primary key", fullNoPK,
-			`DELETE FROM "public"."log" WHERE ctid = (SELECT ctid FROM "public"."log" WHERE "at"::text IS NOT DISTINCT FROM $1 AND "msg"::text IS NOT DISTINCT FROM $2 LIMIT 1)`},
+			`DELETE FROM ONLY "public"."log" WHERE ctid = (SELECT ctid FROM ONLY "public"."log" WHERE format('%s', "at") = $1::text AND format('%s', "msg") = $2::text LIMIT 1)`},
 		{"nothing identity", nothing,
-			`DELETE FROM "public"."events" WHERE ctid = (SELECT ctid FROM "public"."events" WHERE "at"::text IS NOT DISTINCT FROM $1 AND "msg"::text IS NOT DISTINCT FROM $2 LIMIT 1)`},
+			`DELETE FROM ONLY "public"."events" WHERE ctid = (SELECT ctid FROM ONLY "public"."events" WHERE format('%s', "at") = $1::text AND format('%s', "msg") = $2::text LIMIT 1)`},
 		{"partitioned whole row", partFull,
-			`DELETE FROM "public"."measurements" WHERE (tableoid, ctid) = (SELECT tableoid, ctid FROM "public"."measurements" WHERE "city"::text IS NOT DISTINCT FROM $1 AND "day"::text IS NOT DISTINCT FROM $2 AND "temp"::text IS NOT DISTINCT FROM $3 LIMIT 1)`},
+			`DELETE FROM "public"."measurements" WHERE (tableoid, ctid) = (SELECT tableoid, ctid FROM "public"."measurements" WHERE format('%s', "city") = $1::text AND format('%s', "day") = $2::text AND format('%s', "temp") = $3::text LIMIT 1)`},
 		{"partitioned keyed", partKeyed, `DELETE FROM "public"."measurements" WHERE "city" = $1 AND "day" = $2`},
 		// A DELETE does not need the Fixed columns: the key finds the row.
-		{"identity always", alwaysKey, `DELETE FROM "public"."solo" WHERE "id" = $1`},
+		{"identity always", alwaysKey, `DELETE FROM ONLY "public"."solo" WHERE "id" = $1`},
 		{"identity always whole row", alwaysFull,
-			`DELETE FROM "public"."bag" WHERE ctid = (SELECT ctid FROM "public"."bag" WHERE "n"::text IS NOT DISTINCT FROM $1 AND "v"::text IS NOT DISTINCT FROM $2 LIMIT 1)`},
-		{"quoted identifiers", quotedNames, `DELETE FROM "Sales Dept"."Order""s" WHERE "Id" = $1`},
+			`DELETE FROM ONLY "public"."bag" WHERE ctid = (SELECT ctid FROM ONLY "public"."bag" WHERE format('%s', "n") = $1::text AND format('%s', "v") = $2::text LIMIT 1)`},
+		{"quoted identifiers", quotedNames, `DELETE FROM ONLY "Sales Dept"."Order""s" WHERE "Id" = $1`},
 		{"quoted whole row partitioned", quotedFull,
-			`DELETE FROM "MixedCase"."my table" WHERE (tableoid, ctid) = (SELECT tableoid, ctid FROM "MixedCase"."my table" WHERE "a""b"::text IS NOT DISTINCT FROM $1 AND "Col"::text IS NOT DISTINCT FROM $2 LIMIT 1)`},
+			`DELETE FROM "MixedCase"."my table" WHERE (tableoid, ctid) = (SELECT tableoid, ctid FROM "MixedCase"."my table" WHERE format('%s', "a""b") = $1::text AND format('%s', "Col") = $2::text LIMIT 1)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := renderDelete(tt.tb.plan(t)); got != tt.want {
+			p := tt.tb.plan(t)
+			if got := renderDelete(p, match(p)); got != tt.want {
 				t.Errorf("renderDelete:\n got %s\nwant %s", got, tt.want)
 			}
 		})
@@ -164,22 +177,24 @@ func TestRenderWhere(t *testing.T) {
 		{"key from 1", orders, 1, `"id" = $1`, []int{0}},
 		{"key from 7", orders, 7, `"id" = $7`, []int{0}},
 		{"multi-column key in column order", lines, 3, `"order_id" = $3 AND "line_no" = $4`, []int{1, 3}},
-		{"full identity uses primary key", fullPK, 2, `"id" = $2`, []int{1}},
+		{"full identity matches the whole row despite a primary key", fullPK, 2,
+			`ctid = (SELECT ctid FROM ONLY "public"."docs" WHERE format('%s', "title") = $2::text AND format('%s', "id") = $3::text AND format('%s', "body") = $4::text LIMIT 1)`,
+			[]int{0, 1, 2}},
 		{"whole row", fullNoPK, 5,
-			`ctid = (SELECT ctid FROM "public"."log" WHERE "at"::text IS NOT DISTINCT FROM $5 AND "msg"::text IS NOT DISTINCT FROM $6 LIMIT 1)`,
+			`ctid = (SELECT ctid FROM ONLY "public"."log" WHERE format('%s', "at") = $5::text AND format('%s', "msg") = $6::text LIMIT 1)`,
 			[]int{0, 1}},
 		{"whole row partitioned", partFull, 2,
-			`(tableoid, ctid) = (SELECT tableoid, ctid FROM "public"."measurements" WHERE "city"::text IS NOT DISTINCT FROM $2 AND "day"::text IS NOT DISTINCT FROM $3 AND "temp"::text IS NOT DISTINCT FROM $4 LIMIT 1)`,
+			`(tableoid, ctid) = (SELECT tableoid, ctid FROM "public"."measurements" WHERE format('%s', "city") = $2::text AND format('%s', "day") = $3::text AND format('%s', "temp") = $4::text LIMIT 1)`,
 			[]int{0, 1, 2}},
 		{"keyed partitioned needs no ctid", partKeyed, 1, `"city" = $1 AND "day" = $2`, []int{0, 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := tt.tb.plan(t)
-			if got := renderWhere(p, tt.first); got != tt.want {
+			if got := renderWhere(p, match(p), tt.first); got != tt.want {
 				t.Errorf("renderWhere:\n got %s\nwant %s", got, tt.want)
 			}
-			if got := p.WhereCols(); !slices.Equal(got, tt.cols) {
+			if got := p.WhereCols(match(p)); !slices.Equal(got, tt.cols) {
 				t.Errorf("WhereCols = %v, want %v", got, tt.cols)
 			}
 		})
@@ -194,57 +209,57 @@ func TestRenderUpdate(t *testing.T) {
 		want string
 	}{
 		{"keyed, every column", orders, []bool{true, true, true},
-			`UPDATE "public"."orders" SET "id" = $1, "customer" = $2, "total" = $3 WHERE "id" = $4`},
+			`UPDATE ONLY "public"."orders" SET "id" = $1, "customer" = $2, "total" = $3 WHERE "id" = $4`},
 		{"keyed, unchanged TOAST in the middle", orders, []bool{true, false, true},
-			`UPDATE "public"."orders" SET "id" = $1, "total" = $2 WHERE "id" = $3`},
+			`UPDATE ONLY "public"."orders" SET "id" = $1, "total" = $2 WHERE "id" = $3`},
 		{"keyed, only the key", orders, []bool{true, false, false},
-			`UPDATE "public"."orders" SET "id" = $1 WHERE "id" = $2`},
+			`UPDATE ONLY "public"."orders" SET "id" = $1 WHERE "id" = $2`},
 		{"keyed, key unchanged TOAST", orders, []bool{false, true, true},
-			`UPDATE "public"."orders" SET "customer" = $1, "total" = $2 WHERE "id" = $3`},
+			`UPDATE ONLY "public"."orders" SET "customer" = $1, "total" = $2 WHERE "id" = $3`},
 		{"multi-column key", lines, []bool{true, true, false, true},
-			`UPDATE "sales"."lines" SET "qty" = $1, "order_id" = $2, "line_no" = $3 WHERE "order_id" = $4 AND "line_no" = $5`},
+			`UPDATE ONLY "sales"."lines" SET "qty" = $1, "order_id" = $2, "line_no" = $3 WHERE "order_id" = $4 AND "line_no" = $5`},
 		{"full identity with primary key", fullPK, []bool{true, true, false},
-			`UPDATE "public"."docs" SET "title" = $1, "id" = $2 WHERE "id" = $3`},
+			`UPDATE ONLY "public"."docs" SET "title" = $1, "id" = $2 WHERE ctid = (SELECT ctid FROM ONLY "public"."docs" WHERE format('%s', "title") = $3::text AND format('%s', "id") = $4::text AND format('%s', "body") = $5::text LIMIT 1)`},
 		{"whole row", fullNoPK, []bool{true, true},
-			`UPDATE "public"."log" SET "at" = $1, "msg" = $2 WHERE ctid = (SELECT ctid FROM "public"."log" WHERE "at"::text IS NOT DISTINCT FROM $3 AND "msg"::text IS NOT DISTINCT FROM $4 LIMIT 1)`},
+			`UPDATE ONLY "public"."log" SET "at" = $1, "msg" = $2 WHERE ctid = (SELECT ctid FROM ONLY "public"."log" WHERE format('%s', "at") = $3::text AND format('%s', "msg") = $4::text LIMIT 1)`},
 		{"whole row, unchanged TOAST", fullNoPK, []bool{false, true},
-			`UPDATE "public"."log" SET "msg" = $1 WHERE ctid = (SELECT ctid FROM "public"."log" WHERE "at"::text IS NOT DISTINCT FROM $2 AND "msg"::text IS NOT DISTINCT FROM $3 LIMIT 1)`},
+			`UPDATE ONLY "public"."log" SET "msg" = $1 WHERE ctid = (SELECT ctid FROM ONLY "public"."log" WHERE format('%s', "at") = $2::text AND format('%s', "msg") = $3::text LIMIT 1)`},
 		{"partitioned whole row, unchanged TOAST", partFull, []bool{true, false, true},
-			`UPDATE "public"."measurements" SET "city" = $1, "temp" = $2 WHERE (tableoid, ctid) = (SELECT tableoid, ctid FROM "public"."measurements" WHERE "city"::text IS NOT DISTINCT FROM $3 AND "day"::text IS NOT DISTINCT FROM $4 AND "temp"::text IS NOT DISTINCT FROM $5 LIMIT 1)`},
+			`UPDATE "public"."measurements" SET "city" = $1, "temp" = $2 WHERE (tableoid, ctid) = (SELECT tableoid, ctid FROM "public"."measurements" WHERE format('%s', "city") = $3::text AND format('%s', "day") = $4::text AND format('%s', "temp") = $5::text LIMIT 1)`},
 		{"partitioned keyed", partKeyed, []bool{true, true, true},
 			`UPDATE "public"."measurements" SET "city" = $1, "day" = $2, "temp" = $3 WHERE "city" = $4 AND "day" = $5`},
 		{"identity always key", alwaysKey, []bool{false, true, true},
-			`UPDATE "public"."solo" SET "v" = $1, "w" = $2 WHERE "id" = $3 AND "id" = $4`},
+			`UPDATE ONLY "public"."solo" SET "v" = $1, "w" = $2 WHERE "id" = $3 AND "id" = $4`},
 		{"identity always key, unchanged TOAST", alwaysKey, []bool{false, false, true},
-			`UPDATE "public"."solo" SET "w" = $1 WHERE "id" = $2 AND "id" = $3`},
+			`UPDATE ONLY "public"."solo" SET "w" = $1 WHERE "id" = $2 AND "id" = $3`},
 		{"identity always non-key columns", alwaysOther, []bool{true, false, true, true, false},
-			`UPDATE "public"."tickets" SET "id" = $1, "body" = $2, "note" = $3 WHERE "id" = $4 AND "seq" = $5 AND "rev" = $6`},
+			`UPDATE ONLY "public"."tickets" SET "id" = $1, "body" = $2, "note" = $3 WHERE "id" = $4 AND "seq" = $5 AND "rev" = $6`},
 		{"identity always non-key columns, unchanged TOAST", alwaysOther, []bool{true, false, false, true, false},
-			`UPDATE "public"."tickets" SET "id" = $1, "note" = $2 WHERE "id" = $3 AND "seq" = $4 AND "rev" = $5`},
+			`UPDATE ONLY "public"."tickets" SET "id" = $1, "note" = $2 WHERE "id" = $3 AND "seq" = $4 AND "rev" = $5`},
 		{"identity always whole row", alwaysFull, []bool{false, true},
-			`UPDATE "public"."bag" SET "v" = $1 WHERE ctid = (SELECT ctid FROM "public"."bag" WHERE "n"::text IS NOT DISTINCT FROM $2 AND "v"::text IS NOT DISTINCT FROM $3 LIMIT 1) AND "n" = $4`},
+			`UPDATE ONLY "public"."bag" SET "v" = $1 WHERE ctid = (SELECT ctid FROM ONLY "public"."bag" WHERE format('%s', "n") = $2::text AND format('%s', "v") = $3::text LIMIT 1) AND "n" = $4`},
 		// Nothing to set (every value unchanged TOAST or Fixed): an unchanged
 		// column is assigned to itself, which keeps the statement valid and
 		// still requires the row to exist.
 		{"nothing to set, identity always key", alwaysKey, []bool{false, false, false},
-			`UPDATE "public"."solo" SET "v" = "v" WHERE "id" = $1 AND "id" = $2`},
+			`UPDATE ONLY "public"."solo" SET "v" = "v" WHERE "id" = $1 AND "id" = $2`},
 		{"nothing to set, keyed", orders, []bool{false, false, false},
-			`UPDATE "public"."orders" SET "id" = "id" WHERE "id" = $1`},
+			`UPDATE ONLY "public"."orders" SET "id" = "id" WHERE "id" = $1`},
 		{"nothing to set, whole row", fullNoPK, []bool{false, false},
-			`UPDATE "public"."log" SET "at" = "at" WHERE ctid = (SELECT ctid FROM "public"."log" WHERE "at"::text IS NOT DISTINCT FROM $1 AND "msg"::text IS NOT DISTINCT FROM $2 LIMIT 1)`},
+			`UPDATE ONLY "public"."log" SET "at" = "at" WHERE ctid = (SELECT ctid FROM ONLY "public"."log" WHERE format('%s', "at") = $1::text AND format('%s', "msg") = $2::text LIMIT 1)`},
 		{"nothing to set, identity always whole row", alwaysFull, []bool{false, false},
-			`UPDATE "public"."bag" SET "v" = "v" WHERE ctid = (SELECT ctid FROM "public"."bag" WHERE "n"::text IS NOT DISTINCT FROM $1 AND "v"::text IS NOT DISTINCT FROM $2 LIMIT 1) AND "n" = $3`},
+			`UPDATE ONLY "public"."bag" SET "v" = "v" WHERE ctid = (SELECT ctid FROM ONLY "public"."bag" WHERE format('%s', "n") = $1::text AND format('%s', "v") = $2::text LIMIT 1) AND "n" = $3`},
 		{"nothing to set, several fixed columns", alwaysOther, []bool{false, false, false, false, false},
-			`UPDATE "public"."tickets" SET "id" = "id" WHERE "id" = $1 AND "seq" = $2 AND "rev" = $3`},
+			`UPDATE ONLY "public"."tickets" SET "id" = "id" WHERE "id" = $1 AND "seq" = $2 AND "rev" = $3`},
 		{"quoted identifiers", quotedNames, []bool{true, false, true, true},
-			`UPDATE "Sales Dept"."Order""s" SET "Id" = $1, "say ""hi""" = $2, "select" = $3 WHERE "Id" = $4`},
+			`UPDATE ONLY "Sales Dept"."Order""s" SET "Id" = $1, "say ""hi""" = $2, "select" = $3 WHERE "Id" = $4`},
 		{"quoted whole row partitioned", quotedFull, []bool{true, true},
-			`UPDATE "MixedCase"."my table" SET "a""b" = $1, "Col" = $2 WHERE (tableoid, ctid) = (SELECT tableoid, ctid FROM "MixedCase"."my table" WHERE "a""b"::text IS NOT DISTINCT FROM $3 AND "Col"::text IS NOT DISTINCT FROM $4 LIMIT 1)`},
+			`UPDATE "MixedCase"."my table" SET "a""b" = $1, "Col" = $2 WHERE (tableoid, ctid) = (SELECT tableoid, ctid FROM "MixedCase"."my table" WHERE format('%s', "a""b") = $3::text AND format('%s', "Col") = $4::text LIMIT 1)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := tt.tb.plan(t)
-			got := renderUpdate(p, tt.set)
+			got := renderUpdate(p, tt.set, match(p))
 			if got != tt.want {
 				t.Errorf("renderUpdate:\n got %s\nwant %s", got, tt.want)
 			}
@@ -257,7 +272,7 @@ func TestRenderUpdate(t *testing.T) {
 					n++
 				}
 			}
-			n += len(p.WhereCols()) + len(p.Fixed)
+			n += len(p.WhereCols(match(p))) + len(p.Fixed)
 			checkDense(t, got, n)
 		})
 	}
@@ -280,49 +295,133 @@ func checkDense(t *testing.T, sql string, n int) {
 	}
 }
 
-// TestSetMaskAndUpdateSQL follows an UPDATE through mapping.UpdateShapes:
-// unchanged TOAST values and Fixed columns are left out, and each shape is
-// rendered once.
-func TestSetMaskAndUpdateSQL(t *testing.T) {
+// TestRenderWhereCompare: a whole-row match compares each column in its
+// own type where equality means identity (an index can serve it), adds
+// the output text where equal values can differ, compares output text
+// alone where the type has no equality, and says IS NULL for NULL old
+// values, which take no parameter.
+func TestRenderWhereCompare(t *testing.T) {
+	typed := table{schema: "public", name: "k", identity: source.IdentityFull, cols: []col{
+		{name: "b", typ: "boolean", cmp: mapping.CompareEqual},
+		{name: "n", typ: "numeric(12,2)", cmp: mapping.CompareEqualText},
+		{name: "p", typ: "point", cmp: mapping.CompareText},
+		{name: "c", typ: "character(5)", cmp: mapping.CompareEqual},
+		{name: "u", cmp: mapping.CompareEqual}, // no type known: text
+	}}
+	tests := []struct {
+		name string
+		null []bool
+		want string
+	}{
+		{"no NULLs", noNulls,
+			`ctid = (SELECT ctid FROM ONLY "public"."k" WHERE "b" = $1::boolean AND "n" = $2::text::numeric(12,2) AND format('%s', "n") = $2::text AND format('%s', "p") = $3::text AND "c" = $4::character(5) AND format('%s', "u") = $5::text LIMIT 1)`},
+		{"NULLs", []bool{true, false, true, false, true},
+			`ctid = (SELECT ctid FROM ONLY "public"."k" WHERE "b" IS NULL AND "n" = $1::text::numeric(12,2) AND format('%s', "n") = $1::text AND "p" IS NULL AND "c" = $2::character(5) AND "u" IS NULL LIMIT 1)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := typed.plan(t)
+			m := mapping.Match{Whole: true, Null: tt.null}
+			if got := renderWhere(p, m, 1); got != tt.want {
+				t.Errorf("renderWhere:\n got %s\nwant %s", got, tt.want)
+			}
+			if got, want := renderDelete(p, m), "DELETE FROM ONLY \"public\".\"k\" WHERE "+tt.want; got != want {
+				t.Errorf("renderDelete:\n got %s\nwant %s", got, want)
+			}
+		})
+	}
+}
+
+// TestShapes follows UPDATEs and DELETEs through mapping.Shapes and
+// appendWhere: unchanged TOAST values and Fixed columns are left out of
+// SET, NULL old values of a whole-row match become IS NULL and send no
+// parameter, the parameters are exactly the arguments sent, and each shape
+// is rendered once.
+func TestShapes(t *testing.T) {
 	text := func(s string) source.Value { return source.Value{Kind: source.ValueText, Data: []byte(s)} }
 	null := source.Value{Kind: source.ValueNull}
 	toast := source.Value{Kind: source.ValueUnchanged}
 	tests := []struct {
-		name string
-		tb   table
-		row  []source.Value
-		set  []bool
-		want string
+		name     string
+		tb       table
+		old, new []source.Value
+		set      []bool
+		update   string
+		delete   string
 	}{
-		{"every value sent", orders, []source.Value{text("1"), text("ann"), null},
+		{"every value sent", orders, nil, []source.Value{text("1"), text("ann"), null},
 			[]bool{true, true, true},
-			`UPDATE "public"."orders" SET "id" = $1, "customer" = $2, "total" = $3 WHERE "id" = $4`},
-		{"unchanged TOAST left out", orders, []source.Value{text("1"), toast, text("")},
+			`UPDATE ONLY "public"."orders" SET "id" = $1, "customer" = $2, "total" = $3 WHERE "id" = $4`,
+			`DELETE FROM ONLY "public"."orders" WHERE "id" = $1`},
+		{"unchanged TOAST left out", orders, nil, []source.Value{text("1"), toast, text("")},
 			[]bool{true, false, true},
-			`UPDATE "public"."orders" SET "id" = $1, "total" = $2 WHERE "id" = $3`},
-		{"only fixed and unchanged TOAST", alwaysKey, []source.Value{text("1"), toast, toast},
+			`UPDATE ONLY "public"."orders" SET "id" = $1, "total" = $2 WHERE "id" = $3`, ""},
+		{"only fixed and unchanged TOAST", alwaysKey, nil, []source.Value{text("1"), toast, toast},
 			[]bool{false, false, false},
-			`UPDATE "public"."solo" SET "v" = "v" WHERE "id" = $1 AND "id" = $2`},
-		{"fixed and unchanged TOAST left out", alwaysOther, []source.Value{text("1"), text("7"), toast, null, text("3")},
+			`UPDATE ONLY "public"."solo" SET "v" = "v" WHERE "id" = $1 AND "id" = $2`, ""},
+		{"fixed and unchanged TOAST left out", alwaysOther, nil, []source.Value{text("1"), text("7"), toast, null, text("3")},
 			[]bool{true, false, false, true, false},
-			`UPDATE "public"."tickets" SET "id" = $1, "note" = $2 WHERE "id" = $3 AND "seq" = $4 AND "rev" = $5`},
+			`UPDATE ONLY "public"."tickets" SET "id" = $1, "note" = $2 WHERE "id" = $3 AND "seq" = $4 AND "rev" = $5`, ""},
+		{"whole row with a NULL old value", fullNoPK, []source.Value{null, text("m")}, []source.Value{text("a"), text("m")},
+			[]bool{true, true},
+			`UPDATE ONLY "public"."log" SET "at" = $1, "msg" = $2 WHERE ctid = (SELECT ctid FROM ONLY "public"."log" WHERE "at" IS NULL AND format('%s', "msg") = $3::text LIMIT 1)`,
+			`DELETE FROM ONLY "public"."log" WHERE ctid = (SELECT ctid FROM ONLY "public"."log" WHERE "at" IS NULL AND format('%s', "msg") = $1::text LIMIT 1)`},
+		{"whole row, old values all NULL", fullNoPK, []source.Value{null, null}, []source.Value{text("a"), null},
+			[]bool{true, true},
+			`UPDATE ONLY "public"."log" SET "at" = $1, "msg" = $2 WHERE ctid = (SELECT ctid FROM ONLY "public"."log" WHERE "at" IS NULL AND "msg" IS NULL LIMIT 1)`,
+			`DELETE FROM ONLY "public"."log" WHERE ctid = (SELECT ctid FROM ONLY "public"."log" WHERE "at" IS NULL AND "msg" IS NULL LIMIT 1)`},
+		{"whole row, fixed column", alwaysFull, []source.Value{text("1"), null}, []source.Value{text("1"), text("v")},
+			[]bool{false, true},
+			`UPDATE ONLY "public"."bag" SET "v" = $1 WHERE ctid = (SELECT ctid FROM ONLY "public"."bag" WHERE format('%s', "n") = $2::text AND "v" IS NULL LIMIT 1) AND "n" = $3`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			mp := tt.tb.plan(t)
+			p := &plan{Plan: mp}
 			renders := 0
-			shapes := mp.NewUpdateShapes(func(set []bool) string { renders++; return renderUpdate(mp, set) })
-			got, set := shapes.For(tt.row)
+			shapes := mp.NewShapes(mapping.ShapeRenderers{
+				Update: func(set []bool, m mapping.Match) string { renders++; return renderUpdate(mp, set, m) },
+				Delete: func(m mapping.Match) string { renders++; return renderDelete(mp, m) },
+				Nulls:  true,
+			})
+			c := &source.Change{Op: source.OpUpdate, Rel: mp.Rel, Old: tt.old, New: tt.new}
+			got, set, m := shapes.Update(c)
 			if !slices.Equal(set, tt.set) {
 				t.Fatalf("set = %v, want %v", set, tt.set)
 			}
-			if got != tt.want {
-				t.Errorf("UPDATE:\n got %s\nwant %s", got, tt.want)
+			if got != tt.update {
+				t.Errorf("UPDATE:\n got %s\nwant %s", got, tt.update)
 			}
+			args, err := p.appendWhere(nil, c, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := len(args) + len(mp.Fixed)
+			for _, s := range set {
+				if s {
+					n++
+				}
+			}
+			checkDense(t, got, n)
 			// The same shape again is served from the cache.
-			if again, _ := shapes.For(tt.row); again != tt.want || renders != 1 {
+			if again, _, _ := shapes.Update(c); again != tt.update || renders != 1 {
 				t.Errorf("second call rendered again (%d renders)", renders)
 			}
+			if tt.delete == "" {
+				return
+			}
+			c.Op = source.OpDelete
+			if c.Old == nil {
+				c.Old, c.New = c.New, nil
+			}
+			del, m := shapes.Delete(c)
+			if del != tt.delete {
+				t.Errorf("DELETE:\n got %s\nwant %s", del, tt.delete)
+			}
+			if args, err = p.appendWhere(nil, c, m); err != nil {
+				t.Fatal(err)
+			}
+			checkDense(t, del, len(args))
 		})
 	}
 }

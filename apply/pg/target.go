@@ -218,7 +218,7 @@ func (t *Target) maybeFlush(ctx context.Context) error {
 }
 
 func (t *Target) update(ctx context.Context, txn *source.Txn, p *plan, c *source.Change) error {
-	sql, set := p.updates.For(c.New)
+	sql, set, m := p.shapes.Update(c)
 	name, err := t.prepare(ctx, sql)
 	if err != nil {
 		return err
@@ -229,7 +229,7 @@ func (t *Target) update(ctx context.Context, txn *source.Txn, p *plan, c *source
 			args = append(args, param(c.New[i]))
 		}
 	}
-	args, err = p.appendWhere(args, c)
+	args, err = p.appendWhere(args, c, m)
 	if err != nil {
 		return err
 	}
@@ -242,11 +242,12 @@ func (t *Target) update(ctx context.Context, txn *source.Txn, p *plan, c *source
 }
 
 func (t *Target) delete(ctx context.Context, txn *source.Txn, p *plan, c *source.Change) error {
-	name, err := t.prepare(ctx, p.deleteSQL)
+	sql, m := p.shapes.Delete(c)
+	name, err := t.prepare(ctx, sql)
 	if err != nil {
 		return err
 	}
-	args, err := p.appendWhere(t.args[:0], c)
+	args, err := p.appendWhere(t.args[:0], c, m)
 	if err != nil {
 		return err
 	}
@@ -429,19 +430,18 @@ func Inspect(ctx context.Context, conn *pgx.Conn, name source.TableName) (*mappi
 		return nil, fmt.Errorf("read target table %s: %w", name, err)
 	}
 	tt := &mapping.TargetTable{Name: name, Partitioned: kind == "p"}
-	rows, err := conn.Query(ctx, `SELECT attname, attgenerated <> '', attidentity = 'a' FROM pg_attribute
-		WHERE attrelid = $1 AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, oid)
+	rows, err := conn.Query(ctx, columnsSQL, oid)
 	if err != nil {
 		return nil, fmt.Errorf("read columns of target table %s: %w", name, err)
 	}
-	for rows.Next() {
-		var c mapping.TargetColumn
-		if err := rows.Scan(&c.Name, &c.Generated, &c.IdentityAlways); err != nil {
-			return nil, fmt.Errorf("read columns of target table %s: %w", name, err)
-		}
+	var c mapping.TargetColumn
+	var cmp string
+	_, err = pgx.ForEachRow(rows, []any{&c.Name, &c.Generated, &c.IdentityAlways, &c.Type, &cmp}, func() error {
+		c.Compare = map[string]mapping.Compare{"equal": mapping.CompareEqual, "both": mapping.CompareEqualText}[cmp]
 		tt.Columns = append(tt.Columns, c)
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("read columns of target table %s: %w", name, err)
 	}
 	rows, err = conn.Query(ctx, `SELECT a.attname FROM pg_index i
@@ -457,6 +457,54 @@ func Inspect(ctx context.Context, conn *pgx.Conn, name source.TableName) (*mappi
 	}
 	return tt, nil
 }
+
+// columnsSQL reads the columns of table $1: name, generated, identity
+// ALWAYS, type as a cast spells it (with the column's modifier: a bare
+// "character" or "bit" would be of length 1), and how a whole-row match compares it
+// (mapping.Compare): "equal" when the type's default btree operator class
+// says equal values are identical (it has an equalimage function, and the
+// column's collation is deterministic), "both" when the type has equality
+// all the same (btree or hash), "text" without (point, json, composites).
+//
+// The type is followed through domains to its base and through arrays to
+// their element, as PostgreSQL's own lookup of a type's equality does
+// (array_eq needs the element's); an array, range or multirange compares
+// at most "both". An operator class for a type to which the column's is
+// implicitly binary-coercible counts (varchar uses text's, cidr inet's).
+const columnsSQL = `SELECT a.attname, a.attgenerated <> '', a.attidentity = 'a', format_type(a.atttypid, a.atttypmod),
+		CASE WHEN NOT m.eq THEN 'text' WHEN m.exact AND coalesce(co.collisdeterministic, true) THEN 'equal' ELSE 'both' END
+	FROM pg_attribute a
+	LEFT JOIN pg_collation co ON co.oid = a.attcollation
+	CROSS JOIN LATERAL (
+		WITH RECURSIVE chain(t, arr, depth) AS (
+			SELECT a.atttypid, false, 0
+			UNION ALL
+			SELECT CASE ty.typtype WHEN 'd' THEN ty.typbasetype ELSE ty.typelem END, c.arr OR ty.typtype <> 'd', c.depth + 1
+			FROM chain c JOIN pg_type ty ON ty.oid = c.t
+			WHERE c.depth < 16 AND (ty.typtype = 'd' OR (ty.typelem <> 0 AND ty.typsubscript = 'array_subscript_handler'::regproc
+				AND NOT EXISTS (SELECT 1 FROM pg_opclass o WHERE o.opcdefault AND o.opcintype = ty.oid AND o.opcmethod IN (` + btreeAM + `, ` + hashAM + `))))
+		)
+		SELECT st.typtype IN ('r', 'm', 'e') OR bt.opcfamily IS NOT NULL OR EXISTS (SELECT 1 FROM pg_opclass o
+				WHERE o.opcmethod = ` + hashAM + ` AND o.opcdefault AND st.typtype <> 'c' AND (o.opcintype = s.t OR EXISTS (SELECT 1 FROM pg_cast k
+					WHERE k.castsource = s.t AND k.casttarget = o.opcintype AND k.castmethod = 'b' AND k.castcontext = 'i'))) AS eq,
+			NOT s.arr AND st.typtype NOT IN ('r', 'm') AND EXISTS (SELECT 1 FROM pg_amproc p WHERE p.amprocfamily = bt.opcfamily
+				AND p.amproclefttype = bt.opcintype AND p.amprocrighttype = bt.opcintype AND p.amprocnum = 4) AS exact
+		FROM (SELECT t, arr FROM chain ORDER BY depth DESC LIMIT 1) s
+		JOIN pg_type st ON st.oid = s.t
+		LEFT JOIN LATERAL (SELECT o.opcfamily, o.opcintype FROM pg_opclass o
+			WHERE o.opcmethod = ` + btreeAM + ` AND o.opcdefault AND st.typtype <> 'c'
+				AND (o.opcintype = s.t OR (st.typtype = 'e' AND o.opcintype = 'anyenum'::regtype)
+					OR EXISTS (SELECT 1 FROM pg_cast k WHERE k.castsource = s.t AND k.casttarget = o.opcintype AND k.castmethod = 'b' AND k.castcontext = 'i'))
+			ORDER BY o.opcintype = s.t DESC LIMIT 1) bt ON true
+	) m
+	WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped
+	ORDER BY a.attnum`
+
+// The OIDs of the btree and hash access methods (fixed in pg_am.dat).
+const (
+	btreeAM = "403"
+	hashAM  = "405"
+)
 
 // ErrNoTable means a target table does not exist.
 var ErrNoTable = errors.New("target table does not exist")

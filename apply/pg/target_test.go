@@ -401,8 +401,8 @@ var (
 	// instead of it): bind, ask for the row description, execute.
 	recExec     = []string{"Bind", "Describe P", "Execute"}
 	recInsertT  = `INSERT INTO "public"."t" ("id", "v") VALUES ($1, $2)`
-	recUpdateT  = `UPDATE "public"."t" SET "id" = $1, "v" = $2 WHERE "id" = $3`
-	recDeleteT  = `DELETE FROM "public"."t" WHERE "id" = $1`
+	recUpdateT  = `UPDATE ONLY "public"."t" SET "id" = $1, "v" = $2 WHERE "id" = $3`
+	recDeleteT  = `DELETE FROM ONLY "public"."t" WHERE "id" = $1`
 	recCopyT    = `Query COPY "public"."t" ("id", "v") FROM STDIN`
 	recCommitAt = time.Date(2024, 5, 6, 7, 8, 9, 123456000, time.UTC)
 )

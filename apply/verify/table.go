@@ -80,7 +80,7 @@ func newTable(def *source.TableDef, tt *mapping.TargetTable, my *mysql.Table, ru
 		t.src[n] = convertThen(conv, norm, c.Name)
 		t.tgt = append(t.tgt, func(dst, v []byte) ([]byte, bool, error) { return norm(dst, v), false, nil })
 	}
-	if p.WholeRow {
+	if len(p.Key) == 0 {
 		return t, nil
 	}
 	t.split = true

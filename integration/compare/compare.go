@@ -68,6 +68,22 @@ func Tables(ctx context.Context, c *pgx.Conn) ([]source.TableName, error) {
 	})
 }
 
+// fromOnly names table t for reading its own rows: ONLY t, leaving out
+// inheritance children (tables of their own), unless t is partitioned,
+// whose rows are its partitions'.
+func fromOnly(ctx context.Context, c *pgx.Conn, t source.TableName) (string, error) {
+	var partitioned bool
+	err := c.QueryRow(ctx, `SELECT c.relkind = 'p' FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relname = $2`, t.Schema, t.Name).Scan(&partitioned)
+	if err != nil {
+		return "", fmt.Errorf("table %s: %w", t, err)
+	}
+	if partitioned {
+		return mapping.QuotePGTable(t), nil
+	}
+	return "ONLY " + mapping.QuotePGTable(t), nil
+}
+
 // PG compares every source table with the same table on a PostgreSQL
 // target.
 func PG(ctx context.Context, srcDSN, tgtDSN string) ([]Result, error) {
@@ -87,13 +103,18 @@ func PG(ctx context.Context, srcDSN, tgtDSN string) ([]Result, error) {
 	}
 	var out []Result
 	for _, t := range names {
-		q := fmt.Sprintf("SELECT r::text FROM %s r ORDER BY 1", mapping.QuotePGTable(t))
 		r := Result{Table: t.String()}
-		if r.Source, err = texts(ctx, src, q); err != nil {
-			return nil, err
-		}
-		if r.Dest, err = texts(ctx, tgt, q); err != nil {
-			return nil, err
+		for _, side := range []struct {
+			conn *pgx.Conn
+			rows *[]string
+		}{{src, &r.Source}, {tgt, &r.Dest}} {
+			from, err := fromOnly(ctx, side.conn, t)
+			if err != nil {
+				return nil, err
+			}
+			if *side.rows, err = texts(ctx, side.conn, "SELECT r::text FROM "+from+" r ORDER BY 1"); err != nil {
+				return nil, err
+			}
 		}
 		out = append(out, r)
 	}
@@ -183,8 +204,11 @@ func expectedRows(ctx context.Context, src *pgx.Conn, rel *source.Relation, tt *
 		}
 		convs[i] = conv
 	}
-	q := fmt.Sprintf("SELECT %s FROM %s", strings.Join(cols, ", "), mapping.QuotePGTable(rel.Table()))
-	rows, err := src.Query(ctx, q, pgx.QueryExecModeSimpleProtocol)
+	from, err := fromOnly(ctx, src, rel.Table())
+	if err != nil {
+		return nil, err
+	}
+	rows, err := src.Query(ctx, "SELECT "+strings.Join(cols, ", ")+" FROM "+from, pgx.QueryExecModeSimpleProtocol)
 	if err != nil {
 		return nil, err
 	}
