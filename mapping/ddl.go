@@ -257,7 +257,7 @@ func CreateMySQL(def *source.TableDef, target source.TableName, rules ColumnRule
 	for _, c := range cols {
 		typ, err := MySQLType(c.Type, c.TypeMod, c.Info)
 		if err != nil {
-			return d, fmt.Errorf("source table %s column %s: %w", def.Name, c.Name, err)
+			return d, fmt.Errorf("source table %s column %s (%s): %w", def.Name, c.Name, c.SQLType, err)
 		}
 		if parts, ok := keyed[c.Name]; ok {
 			typ = keyableMySQLType(typ, parts)
