@@ -208,7 +208,11 @@ func (a *Admin) LoadSchema(ctx context.Context) (map[uint32]*source.TableDef, er
 }
 
 // Empty removes every row of the target tables of the given source
-// tables (restarting an interrupted initial copy).
+// tables (restarting an interrupted initial copy). decant's session has
+// foreign_key_checks = 0 (ParseDSN), under which InnoDB truncates a table
+// that foreign keys reference; rows of other tables that reference the
+// emptied ones are left as they are, as a copy with the checks off leaves
+// them.
 func (a *Admin) Empty(ctx context.Context, tables []source.TableName) error {
 	for _, t := range tables {
 		target := a.cfg.Router.Route(t)
