@@ -115,3 +115,61 @@ func TestCopyRestartForeignKeys(t *testing.T) {
 		})
 	}
 }
+
+const dkSchema = `
+CREATE TABLE dk (id int PRIMARY KEY DEFERRABLE INITIALLY IMMEDIATE, u int UNIQUE DEFERRABLE INITIALLY DEFERRED, v text);
+INSERT INTO dk SELECT g, 1000 - g, 'v' || g FROM generate_series(1, 300) g;
+`
+
+// TestCreateDeferrableKeys creates a table with a DEFERRABLE primary key
+// and unique constraint: PostgreSQL never takes a deferrable key as the
+// replica identity, so init refuses the table until it has REPLICA
+// IDENTITY FULL; then the PostgreSQL target gets the same deferrable
+// constraints, and MariaDB, which cannot defer a unique check, plain
+// indexes, with a note. Both with and without --copy (where PostgreSQL
+// adds the key after the data).
+func TestCreateDeferrableKeys(t *testing.T) {
+	for _, mysql := range []bool{false, true} {
+		for _, copy := range []bool{false, true} {
+			name := map[bool]string{false: "postgres", true: "mariadb"}[mysql] + map[bool]string{false: "", true: "/copy"}[copy]
+			t.Run(name, func(t *testing.T) {
+				p := newTargetPair(t, mysql)
+				psql(t, p.src, dkSchema)
+				args := []string{"init", "--create-tables"}
+				if copy {
+					args = append(args, "--copy")
+				}
+				_, errOut, code := p.decant(args...)
+				if code != 1 {
+					t.Errorf("init of a table whose only key is deferrable, without REPLICA IDENTITY FULL: exit %d, want 1", code)
+				}
+				oneLineError(t, "deferrable key as identity", errOut, "public.dk", "DEFERRABLE", "REPLICA IDENTITY FULL")
+
+				psql(t, p.src, `ALTER TABLE dk REPLICA IDENTITY FULL;`)
+				out := p.mustDecant(args...)
+				if mysql {
+					for _, want := range []string{"primary key (id) is DEFERRABLE on the source", "unique constraint dk_u_key (u) is DEFERRABLE on the source"} {
+						if !strings.Contains(out, want) {
+							t.Errorf("init did not note %q:\n%s", want, out)
+						}
+					}
+					keys := p.myValue(`SELECT GROUP_CONCAT(CONCAT(INDEX_NAME, ' ', IF(NON_UNIQUE, 'plain', 'unique'), ' (', COLUMN_NAME, ')')
+						ORDER BY INDEX_NAME SEPARATOR ', ') FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'dk'`)
+					if want := "dk_pkey plain (id), dk_u_key plain (u)"; keys != want {
+						t.Errorf("MariaDB keys of dk: %s, want %s", keys, want)
+					}
+				} else {
+					keys := queryValue(t, p.tgt, `SELECT string_agg(format('%s %s %s %s', conname, contype,
+							CASE WHEN condeferrable THEN 'deferrable' ELSE 'immediate' END, CASE WHEN condeferred THEN 'deferred' ELSE '' END), ', ' ORDER BY conname)
+						FROM pg_constraint WHERE conrelid = 'dk'::regclass`)
+					if want := "dk_pkey p deferrable , dk_u_key u deferrable deferred"; keys != want {
+						t.Errorf("PostgreSQL keys of dk: %s, want %s", keys, want)
+					}
+				}
+				if copy {
+					p.assertEqual()
+				}
+			})
+		}
+	}
+}

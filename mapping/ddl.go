@@ -79,7 +79,9 @@ func indexName(def *source.TableDef, target source.TableName, name string) strin
 // types (user-defined ones must exist on the target; see CreateTypesPG),
 // NOT NULL, defaults, identity (serial becomes identity BY DEFAULT), stored
 // generated columns with the same expression, the primary key, unique
-// and plain indexes. Expression and partial indexes are copied when the
+// and plain indexes. A DEFERRABLE primary key or unique constraint stays
+// deferrable (a unique index cannot be, so such a unique is added as a
+// constraint). Expression and partial indexes are copied when the
 // table keeps its name, and noted otherwise.
 func CreatePG(def *source.TableDef, target source.TableName, rules ColumnRules) (TableDDL, error) {
 	var d TableDDL
@@ -111,7 +113,7 @@ func CreatePG(def *source.TableDef, target source.TableName, rules ColumnRules) 
 		if !ok {
 			return d, fmt.Errorf("source table %s: a primary key column is excluded", def.Name)
 		}
-		key := "PRIMARY KEY (" + joinQuoted(pk, QuotePG) + ")"
+		key := "PRIMARY KEY (" + joinQuoted(pk, QuotePG) + ")" + pgDeferral(def.PrimaryKeyDeferral)
 		lines = append(lines, key)
 		d.AddKey = "ALTER TABLE " + QuotePGTable(target) + " ADD " + key
 	}
@@ -147,12 +149,28 @@ func pgIndex(def *source.TableDef, target source.TableName, names map[string]str
 	if !ok {
 		return "", fmt.Sprintf("index %s not created: it covers an excluded column", ix.Name)
 	}
+	if unique && ix.Deferral.Deferrable() { // only a constraint can be deferrable
+		return fmt.Sprintf("ALTER TABLE %s ADD CONSTRAINT %s UNIQUE (%s)%s", QuotePGTable(target), QuotePG(indexName(def, target, ix.Name)),
+			joinQuoted(cols, QuotePG), pgDeferral(ix.Deferral)), ""
+	}
 	kind := "INDEX"
 	if unique {
 		kind = "UNIQUE INDEX"
 	}
 	return fmt.Sprintf("CREATE %s %s ON %s (%s)", kind, QuotePG(indexName(def, target, ix.Name)),
 		QuotePGTable(target), joinQuoted(cols, QuotePG)), ""
+}
+
+// pgDeferral is the clause that makes a key constraint deferrable, "" for
+// one that is not.
+func pgDeferral(d source.Deferral) string {
+	switch d {
+	case source.DeferrableImmediate:
+		return " DEFERRABLE INITIALLY IMMEDIATE"
+	case source.DeferrableDeferred:
+		return " DEFERRABLE INITIALLY DEFERRED"
+	}
+	return ""
 }
 
 // CreateTypesPG renders CREATE TYPE statements for user-defined types a
@@ -249,6 +267,10 @@ const mysqlKeyBytes = 3072
 // their values. Text and binary columns inside a key become VARCHAR or
 // VARBINARY sized to fit InnoDB's key limit (MySQL cannot index LONGTEXT
 // without a prefix, and a prefix would make a unique key unfaithful).
+// MySQL checks every unique key row by row and cannot defer it, so a
+// statement that swaps two values of a DEFERRABLE source key (UPDATE t SET
+// k = k + 1) would fail there: such a key becomes a plain index (KEY),
+// with a note.
 func CreateMySQL(def *source.TableDef, target source.TableName, rules ColumnRules) (TableDDL, error) {
 	var d TableDDL
 	cols, names := columnDefs(def, rules)
@@ -289,11 +311,23 @@ func CreateMySQL(def *source.TableDef, target source.TableName, rules ColumnRule
 		if !ok {
 			return d, fmt.Errorf("source table %s: a primary key column is excluded", def.Name)
 		}
-		lines = append(lines, "PRIMARY KEY ("+joinQuoted(pk, QuoteMySQL)+")")
+		if def.PrimaryKeyDeferral.Deferrable() {
+			name := indexName(def, target, primaryKeyName(def))
+			lines = append(lines, fmt.Sprintf("KEY %s (%s)", QuoteMySQL(name), joinQuoted(pk, QuoteMySQL)))
+			d.Notes = append(d.Notes, deferredNote("primary key", name, pk))
+		} else {
+			lines = append(lines, "PRIMARY KEY ("+joinQuoted(pk, QuoteMySQL)+")")
+		}
 	}
 	for _, ix := range def.Uniques {
 		if cols, ok := indexColumns(ix, names, &d); ok {
-			lines = append(lines, fmt.Sprintf("UNIQUE KEY %s (%s)", QuoteMySQL(indexName(def, target, ix.Name)), joinQuoted(cols, QuoteMySQL)))
+			name := indexName(def, target, ix.Name)
+			if ix.Deferral.Deferrable() {
+				lines = append(lines, fmt.Sprintf("KEY %s (%s)", QuoteMySQL(name), joinQuoted(cols, QuoteMySQL)))
+				d.Notes = append(d.Notes, deferredNote("unique constraint "+ix.Name, name, cols))
+				continue
+			}
+			lines = append(lines, fmt.Sprintf("UNIQUE KEY %s (%s)", QuoteMySQL(name), joinQuoted(cols, QuoteMySQL)))
 		}
 	}
 	d.Table = []string{"CREATE TABLE IF NOT EXISTS " + QuoteMySQLTable(target) + " (\n\t" + strings.Join(lines, ",\n\t") +
@@ -305,6 +339,25 @@ func CreateMySQL(def *source.TableDef, target source.TableName, rules ColumnRule
 		}
 	}
 	return d, nil
+}
+
+// primaryKeyName is the source's primary key name, or PostgreSQL's
+// default for it when the definition lacks it.
+func primaryKeyName(def *source.TableDef) string {
+	if def.PrimaryKeyName != "" {
+		return def.PrimaryKeyName
+	}
+	n := def.Name.Name + "_pkey"
+	if len(n) > 63 {
+		n = n[:63]
+	}
+	return n
+}
+
+// deferredNote says that a deferrable source key is a plain MySQL index.
+func deferredNote(what, index string, cols []string) string {
+	return fmt.Sprintf("%s (%s) is DEFERRABLE on the source; MySQL cannot defer a unique check, so an UPDATE that swaps key values would fail row by row there: it is created as plain index %s, and the source keeps the values unique",
+		what, strings.Join(cols, ", "), index)
 }
 
 // indexColumns maps an index to target columns, noting why it is skipped

@@ -270,7 +270,7 @@ func checkTables(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, 
 		problems = append([]string{fmt.Sprintf("target lacks table(s) %s; create them on the target first", joinNames(missing))}, problems...)
 	}
 	if len(noIdentity) > 0 {
-		problems = append(problems, fmt.Sprintf("source table(s) %s have no primary key and no replica identity, so PostgreSQL would refuse their UPDATEs and DELETEs once published: add a primary key, or run ALTER TABLE ... REPLICA IDENTITY FULL, or leave them out of --tables",
+		problems = append(problems, fmt.Sprintf("source table(s) %s have no primary key (a DEFERRABLE one does not count) and no replica identity, so PostgreSQL would refuse their UPDATEs and DELETEs once published: add a primary key, or run ALTER TABLE ... REPLICA IDENTITY FULL, or leave them out of --tables",
 			strings.Join(noIdentity, ", ")))
 	}
 	if len(problems) > 0 {
