@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -172,4 +173,48 @@ func TestCreateDeferrableKeys(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestCreateTablesMariaDBLimits: an index that names a column twice is
+// created with each column once (MariaDB refuses a repeat), and a table
+// wider than InnoDB's 1017 columns is refused at init, with the other
+// refusals and before any table is created.
+func TestCreateTablesMariaDBLimits(t *testing.T) {
+	p := newMySQLPair(t)
+	cols := make([]string, 1100)
+	cols[0] = "id int PRIMARY KEY"
+	for i := 1; i < len(cols); i++ {
+		cols[i] = fmt.Sprintf("c%d int", i)
+	}
+	psql(t, p.src, `CREATE TABLE fine (id int PRIMARY KEY, v text);
+		CREATE TABLE rep (a int PRIMARY KEY, b text, c int);
+		CREATE INDEX rep_a_b_a ON rep (a, b, a);
+		CREATE UNIQUE INDEX rep_c_a_c ON rep (c, a, c);
+		INSERT INTO rep VALUES (1, 'x', 10), (2, 'y', 20);
+		CREATE TABLE nokey (v text);
+		CREATE TABLE wide (`+strings.Join(cols, ", ")+`);`)
+	tables := `SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()`
+
+	_, errOut, code := p.decant("init", "--create-tables")
+	if code != 1 {
+		t.Errorf("init with a table too wide for InnoDB and a table without identity: exit %d, want 1", code)
+	}
+	oneLineError(t, "too wide and no identity", errOut, "public.wide has 1100 columns, more than the 1017", "exclude", "public.nokey")
+	_, errOut, code = p.decant("init", "--create-tables", "--tables", "public.fine,public.wide")
+	if code != 1 {
+		t.Errorf("init with a table too wide for InnoDB: exit %d, want 1", code)
+	}
+	oneLineError(t, "too wide", errOut, "public.wide has 1100 columns, more than the 1017")
+	if n := p.myValue(tables); n != "0" {
+		t.Errorf("refused inits created %s tables on the target", n)
+	}
+
+	p.mustDecant("init", "--copy", "--create-tables", "--tables", "public.fine,public.rep")
+	indexes := p.myValue(`SELECT GROUP_CONCAT(CONCAT(INDEX_NAME, ':', COLUMN_NAME) ORDER BY INDEX_NAME, SEQ_IN_INDEX SEPARATOR ' ')
+		FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'rep'`)
+	if want := "PRIMARY:a rep_a_b_a:a rep_a_b_a:b rep_c_a_c:c rep_c_a_c:a"; indexes != want {
+		t.Errorf("indexes of rep on MariaDB: %s, want %s", indexes, want)
+	}
+	psql(t, p.src, `DROP TABLE nokey, wide;`)
+	p.assertEqual()
 }

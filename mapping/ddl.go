@@ -259,6 +259,11 @@ func joinQuoted(names []string, quote func(string) string) string {
 // mysqlKeyBytes is InnoDB's limit on an index key (DYNAMIC row format).
 const mysqlKeyBytes = 3072
 
+// MySQLMaxColumns is the most columns an InnoDB table can have, in MySQL 8
+// and MariaDB 10.11 alike (1020 less its three hidden ones); a wider
+// CREATE TABLE fails with "Too many columns".
+const MySQLMaxColumns = 1017
+
 // CreateMySQL renders a MySQL/MariaDB target table for a source table:
 // types from MySQLType, NOT NULL, the defaults that translate (constants,
 // and now()/CURRENT_TIMESTAMP on date-time columns), the primary key, an
@@ -274,6 +279,10 @@ const mysqlKeyBytes = 3072
 func CreateMySQL(def *source.TableDef, target source.TableName, rules ColumnRules) (TableDDL, error) {
 	var d TableDDL
 	cols, names := columnDefs(def, rules)
+	if len(cols) > MySQLMaxColumns {
+		return d, fmt.Errorf("source table %s has %d columns, more than the %d a MySQL/MariaDB (InnoDB) table can have: leave some out with exclude: in the config file's columns section, or leave the table out of --tables",
+			def.Name, len(cols), MySQLMaxColumns)
+	}
 	keyed := keyColumns(def)
 	var lines []string
 	for _, c := range cols {
@@ -371,7 +380,21 @@ func indexColumns(ix source.IndexDef, names map[string]string, d *TableDDL) ([]s
 	if !ok {
 		d.Notes = append(d.Notes, fmt.Sprintf("index %s covers an excluded column and is not created", ix.Name))
 	}
-	return cols, ok
+	return distinctColumns(cols), ok
+}
+
+// distinctColumns drops the repeats of an index's columns, keeping each
+// first one: PostgreSQL lets an index name a column twice (CREATE INDEX ON
+// t (a, b, a)), MySQL refuses it ("Duplicate column name"), and a repeat
+// changes neither what the index finds nor what a unique one enforces.
+func distinctColumns(cols []string) []string {
+	out := cols[:0:0]
+	for _, c := range cols {
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // keyColumns tells, for each column in the primary key or any index, how
@@ -379,6 +402,7 @@ func indexColumns(ix source.IndexDef, names map[string]string, d *TableDDL) ([]s
 func keyColumns(def *source.TableDef) map[string]int {
 	out := map[string]int{}
 	note := func(cols []string) {
+		cols = distinctColumns(cols)
 		for _, c := range cols {
 			if n, ok := out[c]; !ok || len(cols) > n {
 				out[c] = len(cols)

@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -104,5 +105,83 @@ func checkDDL(t *testing.T, what string, got, want []string) {
 	t.Helper()
 	if !slices.Equal(got, want) {
 		t.Errorf("%s:\n got %s\nwant %s", what, strings.Join(got, "\n     "), strings.Join(want, "\n     "))
+	}
+}
+
+// TestCreateMySQLRepeatedIndexColumns: a PostgreSQL index may name a
+// column twice; MySQL refuses that, so each column is kept once, where it
+// first appears. PostgreSQL takes the index as it is.
+func TestCreateMySQLRepeatedIndexColumns(t *testing.T) {
+	def := &source.TableDef{
+		Name: source.TableName{Schema: "public", Name: "rep"},
+		Columns: []source.ColumnDef{
+			{Attnum: 1, Name: "a", Type: oidInt4, TypeMod: -1, SQLType: "integer", NotNull: true},
+			{Attnum: 2, Name: "b", Type: oidText, TypeMod: -1, SQLType: "text"},
+			{Attnum: 3, Name: "c", Type: oidInt4, TypeMod: -1, SQLType: "integer"},
+		},
+		PrimaryKey: []string{"a"},
+		Uniques:    []source.IndexDef{{Name: "rep_c_a_c_key", Columns: []string{"c", "a", "c"}}},
+		Indexes: []source.IndexDef{
+			{Name: "rep_a_b_a_idx", Columns: []string{"a", "b", "a"}},
+			{Name: "rep_b_b_idx", Columns: []string{"b", "b"}},
+		},
+	}
+	my, err := CreateMySQL(def, source.TableName{Name: "rep"}, ColumnRules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b is in two-column indexes at most, once repeats are dropped.
+	checkDDL(t, "CreateMySQL table", my.Table, []string{
+		"CREATE TABLE IF NOT EXISTS `rep` (\n\t`a` INT NOT NULL,\n\t`b` VARCHAR(384),\n\t`c` INT,\n\t" +
+			"PRIMARY KEY (`a`),\n\tUNIQUE KEY `rep_c_a_c_key` (`c`, `a`)\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+	})
+	checkDDL(t, "CreateMySQL indexes", my.Indexes, []string{
+		"CREATE INDEX `rep_a_b_a_idx` ON `rep` (`a`, `b`)",
+		"CREATE INDEX `rep_b_b_idx` ON `rep` (`b`)",
+	})
+	pg, err := CreatePG(def, def.Name, ColumnRules{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `CREATE INDEX "rep_a_b_a_idx" ON "public"."rep" ("a", "b", "a")`; pg.Indexes[1] != want {
+		t.Errorf("CreatePG:\n got %s\nwant %s", pg.Indexes[1], want)
+	}
+	// DDL replication creates such an index the same way (after making b
+	// keyable).
+	prev := *def
+	prev.Indexes = nil
+	steps, _, err := SchemaChange(DialectMySQL, &prev, def, source.TableName{Name: "rep"}, source.TableName{Name: "rep"}, ColumnRules{})
+	if err != nil || len(steps) != 3 || steps[1].SQL != my.Indexes[0] || steps[2].SQL != my.Indexes[1] {
+		t.Errorf("SchemaChange adding the indexes on MySQL: %v %+v", err, steps)
+	}
+}
+
+// TestCreateMySQLTooManyColumns: InnoDB holds at most 1017 columns; a
+// wider table is refused by name, with its count and the limit, unless
+// excluded columns bring it within the limit.
+func TestCreateMySQLTooManyColumns(t *testing.T) {
+	wide := func(n int) *source.TableDef {
+		def := &source.TableDef{Name: source.TableName{Schema: "public", Name: "wide"}}
+		for i := range n {
+			def.Columns = append(def.Columns, source.ColumnDef{Attnum: int16(i + 1), Name: fmt.Sprintf("c%d", i), Type: oidInt4, TypeMod: -1, SQLType: "integer"})
+		}
+		return def
+	}
+	if _, err := CreateMySQL(wide(MySQLMaxColumns), source.TableName{Name: "wide"}, ColumnRules{}); err != nil {
+		t.Errorf("%d columns: %v", MySQLMaxColumns, err)
+	}
+	_, err := CreateMySQL(wide(1100), source.TableName{Name: "wide"}, ColumnRules{})
+	if err == nil || !strings.Contains(err.Error(), "public.wide has 1100 columns, more than the 1017") {
+		t.Errorf("1100 columns: %v", err)
+	}
+	var exclude []string
+	for i := range 1100 - MySQLMaxColumns {
+		exclude = append(exclude, fmt.Sprintf("c%d", i))
+	}
+	if _, err := CreateMySQL(wide(1100), source.TableName{Name: "wide"}, ColumnRules{Exclude: exclude}); err != nil {
+		t.Errorf("1100 columns, %d excluded: %v", len(exclude), err)
+	}
+	if _, err := CreatePG(wide(1100), source.TableName{Schema: "public", Name: "wide"}, ColumnRules{}); err != nil {
+		t.Errorf("CreatePG of 1100 columns: %v", err)
 	}
 }

@@ -416,6 +416,9 @@ func diffIndexes(d Dialect, s diffSide) []diffIndex {
 				if x.cols, ok = targetColumns(ix.Columns, s.names); !ok {
 					x.why = fmt.Sprintf("index %s covers an excluded column and is not created", ix.Name)
 				}
+				if d == DialectMySQL { // as CreateMySQL
+					x.cols = distinctColumns(x.cols)
+				}
 			}
 			out = append(out, x)
 		}

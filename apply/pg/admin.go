@@ -73,6 +73,19 @@ func (a *Admin) DeleteCheckpoint(ctx context.Context, pipeline string) (bool, er
 	return checkpoint.PGDelete(ctx, a.conn, pipeline)
 }
 
+// CheckCreate lists why Create would refuse the given definitions, one
+// line each, without touching the target: Create refuses them all before
+// creating any.
+func (a *Admin) CheckCreate(defs []*source.TableDef) []string {
+	var problems []string
+	for _, def := range defs {
+		if _, err := mapping.CreatePG(def, a.cfg.Router.Route(def.Name), a.cfg.Columns[def.Name]); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	return problems
+}
+
 // Create creates the target tables for the given source definitions (the
 // caller passes those missing on the target), with any user-defined types
 // they use that the target lacks, and returns notes about what was not
@@ -80,6 +93,9 @@ func (a *Admin) DeleteCheckpoint(ctx context.Context, pipeline string) (bool, er
 // indexes, only the primary key is made: an initial copy loads faster
 // into a table without secondary indexes, built after it (CreateIndexes).
 func (a *Admin) Create(ctx context.Context, defs []*source.TableDef, indexes bool) (notes []string, err error) {
+	if problems := a.CheckCreate(defs); len(problems) > 0 {
+		return nil, errors.New(strings.Join(problems, "; "))
+	}
 	for _, def := range defs {
 		target := a.cfg.Router.Route(def.Name)
 		ddl, err := mapping.CreatePG(def, target, a.cfg.Columns[def.Name])
