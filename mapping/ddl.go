@@ -79,7 +79,9 @@ func indexName(def *source.TableDef, target source.TableName, name string) strin
 // types (user-defined ones must exist on the target; see CreateTypesPG),
 // NOT NULL, defaults, identity (serial becomes identity BY DEFAULT), stored
 // generated columns with the same expression, the primary key, unique
-// and plain indexes. Expression and partial indexes are copied when the
+// and plain indexes. A DEFERRABLE primary key or unique constraint stays
+// deferrable (a unique index cannot be, so such a unique is added as a
+// constraint). Expression and partial indexes are copied when the
 // table keeps its name, and noted otherwise.
 func CreatePG(def *source.TableDef, target source.TableName, rules ColumnRules) (TableDDL, error) {
 	var d TableDDL
@@ -111,7 +113,7 @@ func CreatePG(def *source.TableDef, target source.TableName, rules ColumnRules) 
 		if !ok {
 			return d, fmt.Errorf("source table %s: a primary key column is excluded", def.Name)
 		}
-		key := "PRIMARY KEY (" + joinQuoted(pk, QuotePG) + ")"
+		key := "PRIMARY KEY (" + joinQuoted(pk, QuotePG) + ")" + pgDeferral(def.PrimaryKeyDeferral)
 		lines = append(lines, key)
 		d.AddKey = "ALTER TABLE " + QuotePGTable(target) + " ADD " + key
 	}
@@ -147,12 +149,28 @@ func pgIndex(def *source.TableDef, target source.TableName, names map[string]str
 	if !ok {
 		return "", fmt.Sprintf("index %s not created: it covers an excluded column", ix.Name)
 	}
+	if unique && ix.Deferral.Deferrable() { // only a constraint can be deferrable
+		return fmt.Sprintf("ALTER TABLE %s ADD CONSTRAINT %s UNIQUE (%s)%s", QuotePGTable(target), QuotePG(indexName(def, target, ix.Name)),
+			joinQuoted(cols, QuotePG), pgDeferral(ix.Deferral)), ""
+	}
 	kind := "INDEX"
 	if unique {
 		kind = "UNIQUE INDEX"
 	}
 	return fmt.Sprintf("CREATE %s %s ON %s (%s)", kind, QuotePG(indexName(def, target, ix.Name)),
 		QuotePGTable(target), joinQuoted(cols, QuotePG)), ""
+}
+
+// pgDeferral is the clause that makes a key constraint deferrable, "" for
+// one that is not.
+func pgDeferral(d source.Deferral) string {
+	switch d {
+	case source.DeferrableImmediate:
+		return " DEFERRABLE INITIALLY IMMEDIATE"
+	case source.DeferrableDeferred:
+		return " DEFERRABLE INITIALLY DEFERRED"
+	}
+	return ""
 }
 
 // CreateTypesPG renders CREATE TYPE statements for user-defined types a
@@ -241,6 +259,11 @@ func joinQuoted(names []string, quote func(string) string) string {
 // mysqlKeyBytes is InnoDB's limit on an index key (DYNAMIC row format).
 const mysqlKeyBytes = 3072
 
+// MySQLMaxColumns is the most columns an InnoDB table can have, in MySQL 8
+// and MariaDB 10.11 alike (1020 less its three hidden ones); a wider
+// CREATE TABLE fails with "Too many columns".
+const MySQLMaxColumns = 1017
+
 // CreateMySQL renders a MySQL/MariaDB target table for a source table:
 // types from MySQLType, NOT NULL, the defaults that translate (constants,
 // and now()/CURRENT_TIMESTAMP on date-time columns), the primary key, an
@@ -249,15 +272,23 @@ const mysqlKeyBytes = 3072
 // their values. Text and binary columns inside a key become VARCHAR or
 // VARBINARY sized to fit InnoDB's key limit (MySQL cannot index LONGTEXT
 // without a prefix, and a prefix would make a unique key unfaithful).
+// MySQL checks every unique key row by row and cannot defer it, so a
+// statement that swaps two values of a DEFERRABLE source key (UPDATE t SET
+// k = k + 1) would fail there: such a key becomes a plain index (KEY),
+// with a note.
 func CreateMySQL(def *source.TableDef, target source.TableName, rules ColumnRules) (TableDDL, error) {
 	var d TableDDL
 	cols, names := columnDefs(def, rules)
+	if len(cols) > MySQLMaxColumns {
+		return d, fmt.Errorf("source table %s has %d columns, more than the %d a MySQL/MariaDB (InnoDB) table can have: leave some out with exclude: in the config file's columns section, or leave the table out of --tables",
+			def.Name, len(cols), MySQLMaxColumns)
+	}
 	keyed := keyColumns(def)
 	var lines []string
 	for _, c := range cols {
 		typ, err := MySQLType(c.Type, c.TypeMod, c.Info)
 		if err != nil {
-			return d, fmt.Errorf("source table %s column %s: %w", def.Name, c.Name, err)
+			return d, fmt.Errorf("source table %s column %s (%s): %w", def.Name, c.Name, c.SQLType, err)
 		}
 		if parts, ok := keyed[c.Name]; ok {
 			typ = keyableMySQLType(typ, parts)
@@ -289,11 +320,23 @@ func CreateMySQL(def *source.TableDef, target source.TableName, rules ColumnRule
 		if !ok {
 			return d, fmt.Errorf("source table %s: a primary key column is excluded", def.Name)
 		}
-		lines = append(lines, "PRIMARY KEY ("+joinQuoted(pk, QuoteMySQL)+")")
+		if def.PrimaryKeyDeferral.Deferrable() {
+			name := indexName(def, target, primaryKeyName(def))
+			lines = append(lines, fmt.Sprintf("KEY %s (%s)", QuoteMySQL(name), joinQuoted(pk, QuoteMySQL)))
+			d.Notes = append(d.Notes, deferredNote("primary key", name, pk))
+		} else {
+			lines = append(lines, "PRIMARY KEY ("+joinQuoted(pk, QuoteMySQL)+")")
+		}
 	}
 	for _, ix := range def.Uniques {
 		if cols, ok := indexColumns(ix, names, &d); ok {
-			lines = append(lines, fmt.Sprintf("UNIQUE KEY %s (%s)", QuoteMySQL(indexName(def, target, ix.Name)), joinQuoted(cols, QuoteMySQL)))
+			name := indexName(def, target, ix.Name)
+			if ix.Deferral.Deferrable() {
+				lines = append(lines, fmt.Sprintf("KEY %s (%s)", QuoteMySQL(name), joinQuoted(cols, QuoteMySQL)))
+				d.Notes = append(d.Notes, deferredNote("unique constraint "+ix.Name, name, cols))
+				continue
+			}
+			lines = append(lines, fmt.Sprintf("UNIQUE KEY %s (%s)", QuoteMySQL(name), joinQuoted(cols, QuoteMySQL)))
 		}
 	}
 	d.Table = []string{"CREATE TABLE IF NOT EXISTS " + QuoteMySQLTable(target) + " (\n\t" + strings.Join(lines, ",\n\t") +
@@ -307,6 +350,25 @@ func CreateMySQL(def *source.TableDef, target source.TableName, rules ColumnRule
 	return d, nil
 }
 
+// primaryKeyName is the source's primary key name, or PostgreSQL's
+// default for it when the definition lacks it.
+func primaryKeyName(def *source.TableDef) string {
+	if def.PrimaryKeyName != "" {
+		return def.PrimaryKeyName
+	}
+	n := def.Name.Name + "_pkey"
+	if len(n) > 63 {
+		n = n[:63]
+	}
+	return n
+}
+
+// deferredNote says that a deferrable source key is a plain MySQL index.
+func deferredNote(what, index string, cols []string) string {
+	return fmt.Sprintf("%s (%s) is DEFERRABLE on the source; MySQL cannot defer a unique check, so an UPDATE that swaps key values would fail row by row there: it is created as plain index %s, and the source keeps the values unique",
+		what, strings.Join(cols, ", "), index)
+}
+
 // indexColumns maps an index to target columns, noting why it is skipped
 // when it cannot be carried over.
 func indexColumns(ix source.IndexDef, names map[string]string, d *TableDDL) ([]string, bool) {
@@ -318,7 +380,21 @@ func indexColumns(ix source.IndexDef, names map[string]string, d *TableDDL) ([]s
 	if !ok {
 		d.Notes = append(d.Notes, fmt.Sprintf("index %s covers an excluded column and is not created", ix.Name))
 	}
-	return cols, ok
+	return distinctColumns(cols), ok
+}
+
+// distinctColumns drops the repeats of an index's columns, keeping each
+// first one: PostgreSQL lets an index name a column twice (CREATE INDEX ON
+// t (a, b, a)), MySQL refuses it ("Duplicate column name"), and a repeat
+// changes neither what the index finds nor what a unique one enforces.
+func distinctColumns(cols []string) []string {
+	out := cols[:0:0]
+	for _, c := range cols {
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // keyColumns tells, for each column in the primary key or any index, how
@@ -326,6 +402,7 @@ func indexColumns(ix source.IndexDef, names map[string]string, d *TableDDL) ([]s
 func keyColumns(def *source.TableDef) map[string]int {
 	out := map[string]int{}
 	note := func(cols []string) {
+		cols = distinctColumns(cols)
 		for _, c := range cols {
 			if n, ok := out[c]; !ok || len(cols) > n {
 				out[c] = len(cols)

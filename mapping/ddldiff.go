@@ -295,7 +295,7 @@ type tableDiff struct {
 	prev, next  diffSide
 	tbl         source.TableName // the target table once renamed
 	pk, nextPK  []string         // target column names
-	pkChanged   bool
+	pkChanged   bool             // in columns or deferral
 	steps       [phaseCount][]SchemaStep
 	notes       []string
 	unsupported []string
@@ -312,7 +312,8 @@ func newTableDiff(d Dialect, prev, next *source.TableDef, target, nextTarget sou
 	if t.nextPK, ok = targetColumns(next.PrimaryKey, t.next.names); !ok {
 		return nil, fmt.Errorf("source table %s: a primary key column is excluded", next.Name)
 	}
-	t.pkChanged = !slices.Equal(t.prev.keys(prev.PrimaryKey), t.next.keys(next.PrimaryKey))
+	t.pkChanged = !slices.Equal(t.prev.keys(prev.PrimaryKey), t.next.keys(next.PrimaryKey)) ||
+		len(next.PrimaryKey) > 0 && prev.PrimaryKeyDeferral != next.PrimaryKeyDeferral
 	if !byAttnum && t.dropsAndAdds() {
 		return nil, &UnsupportedDDL{What: fmt.Sprintf("table %s: columns are both dropped and added, and without attnums in the stored definition a renamed column cannot be told from a dropped one", next.Name)}
 	}
@@ -380,17 +381,18 @@ func (t *tableDiff) renameTable() {
 
 // diffIndex is a source index as one side of a change sees it.
 type diffIndex struct {
-	source string // the source's name
-	target string // the name on the target (indexName)
-	unique bool
-	keys   []diffKey
-	cols   []string // target column names
-	expr   string
-	why    string // why it is not on the target; "" when it is
+	source   string // the source's name
+	target   string // the name on the target (indexName)
+	unique   bool
+	deferral source.Deferral // a unique constraint's
+	keys     []diffKey
+	cols     []string // target column names
+	expr     string
+	why      string // why it is not on the target; "" when it is
 }
 
 func (a diffIndex) same(b diffIndex) bool {
-	return a.unique == b.unique && a.expr == b.expr && slices.Equal(a.keys, b.keys) && (a.why == "") == (b.why == "")
+	return a.unique == b.unique && a.deferral == b.deferral && a.expr == b.expr && slices.Equal(a.keys, b.keys) && (a.why == "") == (b.why == "")
 }
 
 // diffIndexes lists a side's unique then plain indexes and whether the
@@ -402,7 +404,7 @@ func diffIndexes(d Dialect, s diffSide) []diffIndex {
 		unique bool
 	}{{s.def.Uniques, true}, {s.def.Indexes, false}} {
 		for _, ix := range group.idx {
-			x := diffIndex{source: ix.Name, target: indexName(s.def, s.target, ix.Name), unique: group.unique, expr: ix.Expr}
+			x := diffIndex{source: ix.Name, target: indexName(s.def, s.target, ix.Name), unique: group.unique, deferral: ix.Deferral, expr: ix.Expr}
 			var ok bool
 			switch {
 			case ix.Expr != "" && d == DialectMySQL:
@@ -413,6 +415,9 @@ func diffIndexes(d Dialect, s diffSide) []diffIndex {
 				x.keys = s.keys(ix.Columns)
 				if x.cols, ok = targetColumns(ix.Columns, s.names); !ok {
 					x.why = fmt.Sprintf("index %s covers an excluded column and is not created", ix.Name)
+				}
+				if d == DialectMySQL { // as CreateMySQL
+					x.cols = distinctColumns(x.cols)
 				}
 			}
 			out = append(out, x)
@@ -497,6 +502,14 @@ func (t *tableDiff) createIndex(x diffIndex) {
 		t.add(phaseCreateIndex, x.expr, PreNone, "")
 		return
 	}
+	if x.unique && x.deferral.Deferrable() {
+		if t.d == DialectPostgres { // as CreatePG: only a constraint can be deferrable
+			t.alter(phaseCreateIndex, "ADD CONSTRAINT "+QuotePG(x.target)+" UNIQUE ("+joinQuoted(x.cols, QuotePG)+")"+pgDeferral(x.deferral), PreNone, "")
+			return
+		}
+		t.notes = append(t.notes, deferredNote("unique constraint "+x.source, x.target, x.cols))
+		x.unique = false // as CreateMySQL: a plain index
+	}
 	kind := "INDEX "
 	if x.unique {
 		kind = "UNIQUE INDEX "
@@ -510,20 +523,43 @@ func (t *tableDiff) createIndex(x diffIndex) {
 
 // primaryKey drops the old primary key and adds the new one. PostgreSQL
 // needs the key constraint's name, which the definition lacks (and which
-// a rename of the table does not change), so a DO block looks it up.
+// a rename of the table does not change), so a DO block looks it up. On
+// MySQL a deferrable key is a plain index, as CreateMySQL makes it.
 func (t *tableDiff) primaryKey() {
+	prevIndex, nextIndex := t.prev.def.PrimaryKeyDeferral.Deferrable(), t.next.def.PrimaryKeyDeferral.Deferrable()
+	prevName := indexName(t.prev.def, t.prev.target, primaryKeyName(t.prev.def))
+	nextName := indexName(t.next.def, t.next.target, primaryKeyName(t.next.def))
 	if !t.pkChanged {
+		if t.d == DialectMySQL && len(t.pk) > 0 && prevIndex && prevName != nextName {
+			t.renameIndex(prevName, nextName) // the table was renamed
+		}
 		return
 	}
-	if len(t.pk) > 0 {
-		if t.d == DialectMySQL {
-			t.alter(phaseDropKey, "DROP PRIMARY KEY", PrePrimaryKeyOther, strings.Join(t.nextPK, ","))
-		} else {
+	if t.d == DialectPostgres {
+		if len(t.pk) > 0 {
 			t.add(phaseDropKey, dropPrimaryKeyPG(t.tbl), PreNone, "")
 		}
+		if len(t.nextPK) > 0 {
+			t.alter(phaseAddKey, "ADD PRIMARY KEY ("+joinQuoted(t.nextPK, QuotePG)+")"+pgDeferral(t.next.def.PrimaryKeyDeferral), PreNone, "")
+		}
+		return
 	}
-	if len(t.nextPK) > 0 {
-		t.alter(phaseAddKey, "ADD PRIMARY KEY ("+joinQuoted(t.nextPK, t.d.quote)+")", PrePrimaryKeyDiffers, strings.Join(t.nextPK, ","))
+	switch {
+	case len(t.pk) > 0 && prevIndex:
+		t.add(phaseDropKey, "DROP INDEX "+QuoteMySQL(prevName)+" ON "+QuoteMySQLTable(t.tbl), PreIndexExists, prevName)
+	case len(t.pk) > 0:
+		wanted := ""
+		if !nextIndex {
+			wanted = strings.Join(t.nextPK, ",")
+		}
+		t.alter(phaseDropKey, "DROP PRIMARY KEY", PrePrimaryKeyOther, wanted)
+	}
+	switch {
+	case len(t.nextPK) > 0 && nextIndex:
+		t.notes = append(t.notes, deferredNote("primary key", nextName, t.nextPK))
+		t.add(phaseAddKey, "CREATE INDEX "+QuoteMySQL(nextName)+" ON "+QuoteMySQLTable(t.tbl)+" ("+joinQuoted(t.nextPK, QuoteMySQL)+")", PreIndexMissing, nextName)
+	case len(t.nextPK) > 0:
+		t.alter(phaseAddKey, "ADD PRIMARY KEY ("+joinQuoted(t.nextPK, QuoteMySQL)+")", PrePrimaryKeyDiffers, strings.Join(t.nextPK, ","))
 	}
 }
 

@@ -302,6 +302,7 @@ func TestSchemaChangeGeneratedAndIdentity(t *testing.T) {
 func TestSchemaChangeKeysAndIndexes(t *testing.T) {
 	base := ddOrders()
 	noPK := ddEdit(base, func(d *source.TableDef) { d.PrimaryKey = nil })
+	deferrablePK := ddEdit(base, func(d *source.TableDef) { d.PrimaryKeyDeferral = source.DeferrableImmediate })
 	runSchemaCases(t, []ddCase{
 		{
 			name: "drop the primary key", prev: base, next: noPK,
@@ -332,6 +333,53 @@ func TestSchemaChangeKeysAndIndexes(t *testing.T) {
 				ddMy(myOrders+"ADD PRIMARY KEY (`id`, `customer`)", PrePrimaryKeyDiffers, "id,customer"),
 				ddMy(myOrders+"MODIFY COLUMN `id` BIGINT NOT NULL AUTO_INCREMENT", PreNone, ""),
 			}},
+		},
+		{
+			name: "make the primary key deferrable", prev: base, next: deferrablePK,
+			pg: ddSide{steps: ddPG(dropPrimaryKeyPG(ddPGOrders), pgOrders+`ADD PRIMARY KEY ("id") DEFERRABLE INITIALLY IMMEDIATE`)},
+			my: ddSide{
+				steps: []SchemaStep{
+					ddMy(myOrders+"MODIFY COLUMN `id` BIGINT NOT NULL", PreNone, ""),
+					ddMy(myOrders+"DROP PRIMARY KEY", PrePrimaryKeyOther, ""),
+					ddMy("CREATE INDEX `orders_pkey` ON `orders` (`id`)", PreIndexMissing, "orders_pkey"),
+					ddMy(myOrders+"MODIFY COLUMN `id` BIGINT NOT NULL AUTO_INCREMENT", PreNone, ""),
+				},
+				notes: []string{deferredNote("primary key", "orders_pkey", []string{"id"})},
+			},
+		},
+		{
+			name: "make the primary key immediate again", prev: deferrablePK, next: base,
+			pg: ddSide{steps: ddPG(dropPrimaryKeyPG(ddPGOrders), pgOrders+`ADD PRIMARY KEY ("id")`)},
+			my: ddSide{steps: []SchemaStep{
+				ddMy(myOrders+"MODIFY COLUMN `id` BIGINT NOT NULL", PreNone, ""),
+				ddMy("DROP INDEX `orders_pkey` ON `orders`", PreIndexExists, "orders_pkey"),
+				ddMy(myOrders+"ADD PRIMARY KEY (`id`)", PrePrimaryKeyDiffers, "id"),
+				ddMy(myOrders+"MODIFY COLUMN `id` BIGINT NOT NULL AUTO_INCREMENT", PreNone, ""),
+			}},
+		},
+		{
+			name: "a deferrable primary key's index follows a table rename", prev: deferrablePK,
+			next: ddEdit(deferrablePK, func(d *source.TableDef) { d.Name.Name = "purchases" }),
+			pg:   ddSide{nextTarget: source.TableName{Schema: "public", Name: "purchases"}, steps: ddPG(pgOrders + `RENAME TO "purchases"`)},
+			my: ddSide{nextTarget: source.TableName{Name: "purchases"}, steps: []SchemaStep{
+				ddMy("RENAME TABLE `orders` TO `purchases`", PreTableExists, ""),
+				ddMyOn(source.TableName{Name: "purchases"}, "ALTER TABLE `purchases` RENAME INDEX `orders_pkey` TO `purchases_pkey`", PreIndexExists, "orders_pkey"),
+			}},
+		},
+		{
+			name: "make a unique constraint deferrable", prev: base,
+			next: ddEdit(base, func(d *source.TableDef) { d.Uniques[0].Deferral = source.DeferrableDeferred }),
+			pg: ddSide{steps: ddPG(
+				pgOrders+`DROP CONSTRAINT IF EXISTS "orders_code_key"`,
+				`DROP INDEX IF EXISTS "public"."orders_code_key"`,
+				pgOrders+`ADD CONSTRAINT "orders_code_key" UNIQUE ("code") DEFERRABLE INITIALLY DEFERRED`)},
+			my: ddSide{
+				steps: []SchemaStep{
+					ddMy("DROP INDEX `orders_code_key` ON `orders`", PreIndexExists, "orders_code_key"),
+					ddMy("CREATE INDEX `orders_code_key` ON `orders` (`code`)", PreIndexMissing, "orders_code_key"),
+				},
+				notes: []string{deferredNote("unique constraint orders_code_key", "orders_code_key", []string{"code"})},
+			},
 		},
 		{
 			name: "add a unique constraint", prev: base,

@@ -47,9 +47,28 @@ type TableDef struct {
 	PrimaryKey []string
 	// PrimaryKeyName is the primary key constraint's name when known.
 	PrimaryKeyName string
-	Uniques        []IndexDef // unique constraints and unique indexes
-	Indexes        []IndexDef // other plain indexes
+	// PrimaryKeyDeferral tells whether the primary key is DEFERRABLE.
+	PrimaryKeyDeferral Deferral
+	Uniques            []IndexDef // unique constraints and unique indexes
+	Indexes            []IndexDef // other plain indexes
 }
+
+// Deferral is when a primary key or unique constraint checks its
+// uniqueness (pg_constraint's condeferrable and condeferred). A unique
+// index that is not a constraint is NotDeferrable. PostgreSQL never takes
+// a deferrable key as the replica identity: a table whose key is
+// deferrable replicates with REPLICA IDENTITY FULL (or USING INDEX of
+// another, immediate, unique index).
+type Deferral uint8
+
+const (
+	NotDeferrable       Deferral = iota // checked row by row
+	DeferrableImmediate                 // DEFERRABLE INITIALLY IMMEDIATE
+	DeferrableDeferred                  // DEFERRABLE INITIALLY DEFERRED
+)
+
+// Deferrable reports whether the check may wait for the commit.
+func (d Deferral) Deferrable() bool { return d != NotDeferrable }
 
 // ColumnDef is one column of a TableDef.
 type ColumnDef struct {
@@ -75,6 +94,9 @@ type IndexDef struct {
 	Name    string
 	Columns []string
 	Expr    string
+	// Deferral: a unique constraint's (Uniques only); a deferrable one has
+	// Columns, never Expr.
+	Deferral Deferral
 }
 
 // PublishedRelation is the relation pgoutput announces for the table: its
@@ -93,11 +115,15 @@ func (d *TableDef) PublishedRelation() *Relation {
 
 // Relation is the table as a stream would announce it: every column, the
 // primary key (or else the first unique index over NOT NULL columns) as
-// the replica identity, FULL identity without either.
+// the replica identity, FULL identity without either. Deferrable keys are
+// passed over, as PostgreSQL passes them over for the identity.
 func (d *TableDef) Relation() *Relation {
-	key := d.PrimaryKey
+	var key []string
+	if !d.PrimaryKeyDeferral.Deferrable() {
+		key = d.PrimaryKey
+	}
 	for _, u := range d.Uniques {
-		if len(key) == 0 && len(u.Columns) > 0 && !slices.ContainsFunc(u.Columns, func(name string) bool {
+		if len(key) == 0 && len(u.Columns) > 0 && !u.Deferral.Deferrable() && !slices.ContainsFunc(u.Columns, func(name string) bool {
 			i := slices.IndexFunc(d.Columns, func(c ColumnDef) bool { return c.Name == name })
 			return i < 0 || !d.Columns[i].NotNull
 		}) {

@@ -17,7 +17,9 @@
 //
 // Rows stream from COPY ... TO STDOUT on the source into COPY ... FROM
 // STDIN on a PostgreSQL target (binary when every column has the same
-// built-in type on both sides, text otherwise), or, for MySQL, through
+// built-in type on both sides and that type, with what its values are
+// made of, has binary send and receive functions there; text otherwise,
+// as for aclitem), or, for MySQL, through
 // mapping's value converters (the ones the streaming writer uses) into
 // LOAD DATA LOCAL INFILE, or multi-row INSERTs where the server does not
 // allow local_infile. Nothing holds a whole table or task in memory.

@@ -369,3 +369,55 @@ func TestCopyMariaDB(t *testing.T) {
 		t.Errorf("wide: %d rows, %s characters; want 30000, %s", n, sum, srcSum)
 	}
 }
+
+// TestBinaryIO checks which column types binary COPY is used for: a type
+// whose values are made (through a domain, an array, a composite, a range
+// or a multirange) of one without binary send/receive must go as text.
+func TestBinaryIO(t *testing.T) {
+	pg := harness.PostgresT(t, harness.PostgresOptions{})
+	if err := pg.CreateDatabase(t.Context(), "bin"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(t.Context(), pg.DSN("bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	exec(t, conn, `CREATE DOMAIN acl_dom AS aclitem;
+		CREATE DOMAIN acl_doms AS aclitem[];
+		CREATE TYPE acl_pair AS (id int, a aclitem);
+		CREATE TYPE int_pair AS (id int, t text[]);
+		CREATE DOMAIN int_dom AS int4range;`)
+	for _, tc := range []struct {
+		types []string
+		want  bool
+	}{
+		{[]string{"int4", "text", "numeric", "jsonb", "timestamptz", "bytea"}, true},
+		{[]string{"int4[]", "int4range", "int4multirange", "point", "name", "int2vector"}, true},
+		{[]string{"int_pair", "int_pair[]", "int_dom"}, true},
+		{[]string{"int4", "aclitem"}, false},
+		{[]string{"aclitem[]"}, false},
+		{[]string{"acl_dom"}, false},
+		{[]string{"acl_doms"}, false},
+		{[]string{"acl_pair"}, false},
+		{[]string{"acl_pair[]", "int4"}, false},
+	} {
+		var oids []uint32
+		for _, typ := range tc.types {
+			var oid uint32
+			if err := conn.QueryRow(t.Context(), "SELECT $1::regtype::oid", typ).Scan(&oid); err != nil {
+				t.Fatal(err)
+			}
+			oids = append(oids, oid)
+		}
+		for _, version := range []int{0, 130000} { // 13: no multirange branch
+			got, err := binaryIO(t.Context(), conn, version, oids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("binaryIO(%v) with version %d = %v, want %v", tc.types, version, got, tc.want)
+			}
+		}
+	}
+}

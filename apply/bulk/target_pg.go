@@ -27,7 +27,10 @@ var _ writer = (*pgWriter)(nil)
 // pgPlan is how one table is copied.
 type pgPlan struct {
 	*mapping.Plan
-	binary bool   // every written column has the same built-in type on both sides
+	// binary: every written column has the same built-in type on both
+	// sides, and that type has binary send and receive functions on both
+	// (binaryIO).
+	binary bool
 	copyIn string // the target's COPY ... FROM STDIN
 }
 
@@ -54,7 +57,7 @@ func (w *pgWriter) close(ctx context.Context) {
 // firstUserOID is FirstNormalObjectId: types below it are built in.
 const firstUserOID = 16384
 
-func (w *pgWriter) plan(ctx context.Context, j *tableJob) (*pgPlan, error) {
+func (w *pgWriter) plan(ctx context.Context, src *srcSession, j *tableJob) (*pgPlan, error) {
 	if p, ok := w.plans[j.def.Name]; ok {
 		return p, nil
 	}
@@ -71,10 +74,22 @@ func (w *pgWriter) plan(ctx context.Context, j *tableJob) (*pgPlan, error) {
 		return nil, err
 	}
 	p := &pgPlan{Plan: mp, binary: true}
+	var oids []uint32
 	for _, i := range mp.Cols {
-		src := j.rel.Columns[i].Type
-		if src >= firstUserOID || types[mp.Names[i]] != src {
+		typ := j.rel.Columns[i].Type
+		if typ >= firstUserOID || types[mp.Names[i]] != typ {
 			p.binary = false
+		}
+		oids = append(oids, typ)
+	}
+	if p.binary {
+		if p.binary, err = binaryIO(ctx, src.conn, src.version, oids); err != nil {
+			return nil, fmt.Errorf("source: %w", err)
+		}
+	}
+	if p.binary {
+		if p.binary, err = binaryIO(ctx, w.conn, 0, oids); err != nil {
+			return nil, fmt.Errorf("target: %w", err)
 		}
 	}
 	p.copyIn = copyInSQL(mp, p.binary)
@@ -102,6 +117,54 @@ func (w *pgWriter) columnTypes(ctx context.Context, table source.TableName) (map
 	return types, nil
 }
 
+// binaryIOSQL counts the types among $1 whose values cannot go through
+// binary COPY: a type, or one its values are made of, without a send or
+// receive function. COPY looks up only the column type's own functions,
+// but a domain's receive (domain_recv) calls its base type's, an array's
+// (array_send, array_recv) its element's, a composite's (record_send)
+// its attributes', a range's its subtype's and a multirange's its range
+// type's, and those fail on the first value, so the check follows them
+// as PostgreSQL does. Fixed-length types with an element (name, point)
+// are followed too, which can only turn binary off. The multirange
+// branch is for servers that have pg_range.rngmultitypid (14 and later).
+func binaryIOSQL(multiranges bool) string {
+	multi := ""
+	if multiranges {
+		multi = `
+			UNION ALL SELECT r.rngtypid FROM pg_range r WHERE r.rngmultitypid = ty.oid`
+	}
+	return `WITH RECURSIVE parts(oid, depth) AS (
+		SELECT DISTINCT o, 0 FROM unnest($1::oid[]) o
+		UNION ALL
+		SELECT c.part, p.depth + 1 FROM parts p JOIN pg_type ty ON ty.oid = p.oid
+		CROSS JOIN LATERAL (
+			SELECT ty.typbasetype WHERE ty.typtype = 'd'
+			UNION ALL SELECT ty.typelem WHERE ty.typelem <> 0
+			UNION ALL SELECT r.rngsubtype FROM pg_range r WHERE r.rngtypid = ty.oid` + multi + `
+			UNION ALL SELECT a.atttypid FROM pg_attribute a
+				WHERE ty.typtype = 'c' AND a.attrelid = ty.typrelid AND a.attnum > 0 AND NOT a.attisdropped
+		) c(part)
+		WHERE p.depth < 32
+	)
+	SELECT count(*) FROM parts p LEFT JOIN pg_type ty ON ty.oid = p.oid
+	WHERE ty.oid IS NULL OR ty.typsend = 0 OR ty.typreceive = 0`
+}
+
+// binaryIO reports whether every type in oids can be copied in binary on
+// the server of conn (version is its server_version_num, 0 to read it).
+func binaryIO(ctx context.Context, conn *pgx.Conn, version int, oids []uint32) (bool, error) {
+	if version == 0 {
+		if err := conn.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+			return false, fmt.Errorf("read the server version: %w", pg.Describe(err))
+		}
+	}
+	var lacking int
+	if err := conn.QueryRow(ctx, binaryIOSQL(version >= 140000), oids).Scan(&lacking); err != nil {
+		return false, fmt.Errorf("check the binary send and receive functions of the copied columns' types: %w", pg.Describe(err))
+	}
+	return lacking == 0, nil
+}
+
 // copyInSQL is the target's COPY of the written columns.
 func copyInSQL(p *mapping.Plan, binary bool) string {
 	var b strings.Builder
@@ -120,7 +183,7 @@ func copyInSQL(p *mapping.Plan, binary bool) string {
 }
 
 func (w *pgWriter) copy(ctx context.Context, src *srcSession, j *tableJob, t *task, prog *progress) (int64, error) {
-	p, err := w.plan(ctx, j)
+	p, err := w.plan(ctx, src, j)
 	if err != nil {
 		return 0, err
 	}

@@ -97,6 +97,19 @@ func (a *Admin) DeleteCheckpoint(ctx context.Context, pipeline string) (bool, er
 	return checkpoint.MySQLDelete(ctx, a.s.Conn, pipeline)
 }
 
+// CheckCreate lists why Create would refuse the given definitions, one
+// line each, without touching the target: Create refuses them all before
+// creating any.
+func (a *Admin) CheckCreate(defs []*source.TableDef) []string {
+	var problems []string
+	for _, def := range defs {
+		if _, err := mapping.CreateMySQL(def, a.cfg.Router.Route(def.Name), a.cfg.Columns[def.Name]); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	return problems
+}
+
 // Create creates the target tables for the given source definitions (the
 // caller passes those missing on the target) and returns notes about what
 // was not carried over. MySQL commits each DDL statement by itself; the
@@ -104,6 +117,9 @@ func (a *Admin) DeleteCheckpoint(ctx context.Context, pipeline string) (bool, er
 // a failure is safe. Without indexes, plain secondary indexes wait for
 // CreateIndexes (after an initial copy); keys are made with the table.
 func (a *Admin) Create(ctx context.Context, defs []*source.TableDef, indexes bool) (notes []string, err error) {
+	if problems := a.CheckCreate(defs); len(problems) > 0 {
+		return nil, errors.New(strings.Join(problems, "; "))
+	}
 	for _, def := range defs {
 		target := a.cfg.Router.Route(def.Name)
 		ddl, err := mapping.CreateMySQL(def, target, a.cfg.Columns[def.Name])
@@ -208,7 +224,11 @@ func (a *Admin) LoadSchema(ctx context.Context) (map[uint32]*source.TableDef, er
 }
 
 // Empty removes every row of the target tables of the given source
-// tables (restarting an interrupted initial copy).
+// tables (restarting an interrupted initial copy). decant's session has
+// foreign_key_checks = 0 (ParseDSN), under which InnoDB truncates a table
+// that foreign keys reference; rows of other tables that reference the
+// emptied ones are left as they are, as a copy with the checks off leaves
+// them.
 func (a *Admin) Empty(ctx context.Context, tables []source.TableName) error {
 	for _, t := range tables {
 		target := a.cfg.Router.Route(t)

@@ -73,6 +73,19 @@ func (a *Admin) DeleteCheckpoint(ctx context.Context, pipeline string) (bool, er
 	return checkpoint.PGDelete(ctx, a.conn, pipeline)
 }
 
+// CheckCreate lists why Create would refuse the given definitions, one
+// line each, without touching the target: Create refuses them all before
+// creating any.
+func (a *Admin) CheckCreate(defs []*source.TableDef) []string {
+	var problems []string
+	for _, def := range defs {
+		if _, err := mapping.CreatePG(def, a.cfg.Router.Route(def.Name), a.cfg.Columns[def.Name]); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	return problems
+}
+
 // Create creates the target tables for the given source definitions (the
 // caller passes those missing on the target), with any user-defined types
 // they use that the target lacks, and returns notes about what was not
@@ -80,6 +93,9 @@ func (a *Admin) DeleteCheckpoint(ctx context.Context, pipeline string) (bool, er
 // indexes, only the primary key is made: an initial copy loads faster
 // into a table without secondary indexes, built after it (CreateIndexes).
 func (a *Admin) Create(ctx context.Context, defs []*source.TableDef, indexes bool) (notes []string, err error) {
+	if problems := a.CheckCreate(defs); len(problems) > 0 {
+		return nil, errors.New(strings.Join(problems, "; "))
+	}
 	for _, def := range defs {
 		target := a.cfg.Router.Route(def.Name)
 		ddl, err := mapping.CreatePG(def, target, a.cfg.Columns[def.Name])
@@ -225,15 +241,55 @@ func (a *Admin) LoadSchema(ctx context.Context) (map[uint32]*source.TableDef, er
 }
 
 // Empty removes every row of the target tables of the given source
-// tables (restarting an interrupted initial copy).
+// tables (restarting an interrupted initial copy), in one TRUNCATE, so
+// that foreign keys among them do not stand in its way. A foreign key
+// from a table outside the set (counting the partitions and inheritance
+// children TRUNCATE empties too) is refused before anything is emptied:
+// TRUNCATE would refuse it, and CASCADE would empty a table that is not
+// copied again.
 func (a *Admin) Empty(ctx context.Context, tables []source.TableName) error {
-	for _, t := range tables {
-		target := a.cfg.Router.Route(t)
-		if _, err := a.conn.Exec(ctx, "TRUNCATE "+mapping.QuotePGTable(target)); err != nil {
-			return fmt.Errorf("empty target table %s: %w", target, err)
-		}
+	if len(tables) == 0 {
+		return nil
+	}
+	names := make([]string, len(tables))
+	for i, t := range tables {
+		names[i] = mapping.QuotePGTable(a.cfg.Router.Route(t))
+	}
+	var ref foreignRef
+	err := a.conn.QueryRow(ctx, outsideRefSQL, names).Scan(&ref.from.Schema, &ref.from.Name, &ref.constraint, &ref.to.Schema, &ref.to.Name)
+	switch {
+	case err == nil:
+		return fmt.Errorf("empty the target tables of the interrupted initial copy: target table %s is referenced by foreign key %s of %s, which this pipeline does not copy, so TRUNCATE refuses it (and CASCADE would empty %s): copy %s too (add its source table to --tables), or drop the foreign key (ALTER TABLE %s DROP CONSTRAINT %s) and add it back after the copy, then run init --copy again",
+			ref.to, ref.constraint, ref.from, ref.from, ref.from, mapping.QuotePGTable(ref.from), mapping.QuotePG(ref.constraint))
+	case !errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("read the foreign keys referencing the target tables: %w", Describe(err))
+	}
+	if _, err := a.conn.Exec(ctx, "TRUNCATE "+strings.Join(names, ", ")); err != nil {
+		return fmt.Errorf("empty the target tables of the interrupted initial copy: %w", Describe(err))
 	}
 	return nil
 }
+
+// foreignRef is a foreign key: table from references table to.
+type foreignRef struct {
+	from, to   source.TableName
+	constraint string
+}
+
+// outsideRefSQL finds a foreign key into the tables $1 (quoted names,
+// with their partitions and inheritance children, all of which TRUNCATE
+// empties) from a table outside them; a partition's copy of a key comes
+// after the key itself.
+const outsideRefSQL = `WITH RECURSIVE tree(oid) AS (
+		SELECT n::regclass::oid FROM unnest($1::text[]) n
+		UNION SELECT i.inhrelid FROM pg_inherits i JOIN tree t ON i.inhparent = t.oid
+	)
+	SELECT fn.nspname::text, f.relname::text, c.conname::text, tn.nspname::text, t.relname::text
+	FROM pg_constraint c
+	JOIN pg_class f ON f.oid = c.conrelid JOIN pg_namespace fn ON fn.oid = f.relnamespace
+	JOIN pg_class t ON t.oid = c.confrelid JOIN pg_namespace tn ON tn.oid = t.relnamespace
+	WHERE c.contype = 'f' AND c.confrelid IN (SELECT oid FROM tree) AND c.conrelid NOT IN (SELECT oid FROM tree)
+	ORDER BY c.conparentid <> 0, 1, 2, 3
+	LIMIT 1`
 
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -254,23 +254,33 @@ func checkTables(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, 
 	if err != nil {
 		return nil, nil, err
 	}
+	// With --create-tables, what keeps a missing table from being created
+	// is refused with the rest, before anything is created.
 	var created []*source.TableDef
-	if o.create && len(missing) > 0 && len(noIdentity) == 0 {
-		if created, err = createTables(ctx, c, src, tgt, tables, missing, !o.copy, log); err != nil {
+	toCreate := o.create && len(missing) > 0
+	if toCreate {
+		if created, err = describeMissing(ctx, c, src, tables, missing); err != nil {
+			return nil, nil, err
+		}
+		problems = append(problems, tgt.CheckCreate(created)...)
+	}
+	if toCreate && len(noIdentity) == 0 && len(problems) == 0 {
+		if err := createDefs(ctx, c, tgt, created, !o.copy, log); err != nil {
 			return nil, nil, err
 		}
 		if missing, problems, notes, err = tgt.Check(ctx, rels); err != nil {
 			return nil, nil, err
 		}
+		toCreate = false
 	}
 	for _, n := range notes {
 		log.Warn(n)
 	}
-	if len(missing) > 0 {
+	if len(missing) > 0 && !toCreate {
 		problems = append([]string{fmt.Sprintf("target lacks table(s) %s; create them on the target first", joinNames(missing))}, problems...)
 	}
 	if len(noIdentity) > 0 {
-		problems = append(problems, fmt.Sprintf("source table(s) %s have no primary key and no replica identity, so PostgreSQL would refuse their UPDATEs and DELETEs once published: add a primary key, or run ALTER TABLE ... REPLICA IDENTITY FULL, or leave them out of --tables",
+		problems = append(problems, fmt.Sprintf("source table(s) %s have no primary key (a DEFERRABLE one does not count) and no replica identity, so PostgreSQL would refuse their UPDATEs and DELETEs once published: add a primary key, or run ALTER TABLE ... REPLICA IDENTITY FULL, or leave them out of --tables",
 			strings.Join(noIdentity, ", ")))
 	}
 	if len(problems) > 0 {
@@ -298,17 +308,13 @@ func setupDDL(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, tab
 	return nil
 }
 
-// createTables creates the missing target tables from the source catalog
-// and logs what could not be carried over.
-func createTables(ctx context.Context, c config, src *pgx.Conn, tgt targetAdmin, tables []pgoutput.Table, missing []source.TableName, indexes bool, log *slog.Logger) ([]*source.TableDef, error) {
+// describeMissing reads the source definitions of the tables whose
+// target tables are missing.
+func describeMissing(ctx context.Context, c config, src *pgx.Conn, tables []pgoutput.Table, missing []source.TableName) ([]*source.TableDef, error) {
 	router := c.router()
-	defs, err := describeTables(ctx, src, slices.DeleteFunc(slices.Clone(tables), func(t pgoutput.Table) bool {
+	return describeTables(ctx, src, slices.DeleteFunc(slices.Clone(tables), func(t pgoutput.Table) bool {
 		return !slices.Contains(missing, router.Route(t.Name))
 	}))
-	if err != nil {
-		return nil, err
-	}
-	return defs, createDefs(ctx, c, tgt, defs, indexes, log)
 }
 
 // describeTables reads the source definitions of tables. Each caller

@@ -16,6 +16,7 @@ import (
 // (apply/pg.Admin, apply/mysql.Admin).
 type targetAdmin interface {
 	Check(ctx context.Context, rels []*source.Relation) (missing []source.TableName, problems, notes []string, err error)
+	CheckCreate(defs []*source.TableDef) (problems []string)
 	Create(ctx context.Context, defs []*source.TableDef, indexes bool) (notes []string, err error)
 	CreateIndexes(ctx context.Context, defs []*source.TableDef) error
 	Empty(ctx context.Context, tables []source.TableName) error

@@ -61,9 +61,11 @@ func CheckServer(ctx context.Context, conn *pgx.Conn, slot string) error {
 
 // SelectTables lists the ordinary and partitioned tables the filter
 // selects (partitions are replicated through their root), ordered by name.
+// HasPK counts an immediate primary key only: PostgreSQL never takes a
+// DEFERRABLE one as the replica identity.
 func SelectTables(ctx context.Context, conn *pgx.Conn, filter source.TableFilter) ([]Table, error) {
 	rows, err := conn.Query(ctx, `SELECT n.nspname, c.relname, c.relreplident::text,
-			EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary)
+			EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary AND i.indimmediate)
 		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition AND c.relpersistence = 'p'
 		ORDER BY 1, 2`)
@@ -288,7 +290,7 @@ func wrapErr(what string, err error) error {
 func Relation(ctx context.Context, conn *pgx.Conn, t Table) (*source.Relation, error) {
 	rows, err := conn.Query(ctx, `SELECT a.attname, a.atttypid, a.atttypmod,
 			c.relreplident = 'f' OR EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND a.attnum = ANY (i.indkey)
-				AND CASE c.relreplident WHEN 'i' THEN i.indisreplident WHEN 'd' THEN i.indisprimary ELSE false END)
+				AND CASE c.relreplident WHEN 'i' THEN i.indisreplident WHEN 'd' THEN i.indisprimary AND i.indimmediate ELSE false END)
 		FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
 		ORDER BY a.attnum`, t.Name.Schema, t.Name.Name)

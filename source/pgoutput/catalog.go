@@ -160,8 +160,9 @@ func (r *typeResolver) fill(t *source.Type, row typeRow) {
 // Default otherwise.
 //
 // Indexes are read from pg_index, valid ones only, ordered by name. The
-// primary key gives PrimaryKey; other unique indexes (unique constraints
-// included) go to Uniques, the rest to Indexes. An index with expressions, a
+// primary key gives PrimaryKey and PrimaryKeyDeferral (PrimaryKeyName is
+// left empty); other unique indexes (unique constraints included, with
+// their Deferral) go to Uniques, the rest to Indexes. An index with expressions, a
 // predicate or an access method other than btree has Expr set to
 // pg_get_indexdef and no Columns; otherwise Columns lists the key columns
 // in order (INCLUDE columns, sort order, operator classes and NULLS NOT
@@ -274,16 +275,33 @@ func resolveColumnTypes(ctx context.Context, conn *pgx.Conn, cols []source.Colum
 }
 
 // indexesSQL reads the valid indexes of table $1 with their key columns
-// (indkey up to indnkeyatts; INCLUDE columns follow). DDL capture
-// (tableJSONSQL) runs this same query on the source, by column position.
+// (indkey up to indnkeyatts; INCLUDE columns follow) and, for the index
+// of a primary key or unique constraint, whether the constraint is
+// DEFERRABLE and INITIALLY DEFERRED (a foreign key's conindid names the
+// referenced table's index, hence the conrelid and contype conditions).
+// DDL capture (tableJSONSQL) runs this same query on the source, by
+// column position.
 const indexesSQL = `SELECT i.relname, x.indisprimary, x.indisunique,
 		x.indexprs IS NOT NULL OR x.indpred IS NOT NULL OR am.amname <> 'btree', pg_get_indexdef(x.indexrelid),
 		ARRAY(SELECT a.attname::text FROM unnest(x.indkey::int2[]) WITH ORDINALITY k(num, pos)
 			JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = k.num
-			WHERE k.pos <= x.indnkeyatts ORDER BY k.pos)
+			WHERE k.pos <= x.indnkeyatts ORDER BY k.pos),
+		coalesce(con.condeferrable, false), coalesce(con.condeferred, false)
 	FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_am am ON am.oid = i.relam
+	LEFT JOIN pg_constraint con ON con.conindid = x.indexrelid AND con.conrelid = x.indrelid AND con.contype IN ('p', 'u')
 	WHERE x.indrelid = $1 AND x.indisvalid AND x.indislive
 	ORDER BY i.relname`
+
+// deferral is a key constraint's Deferral from pg_constraint's flags.
+func deferral(deferrable, deferred bool) source.Deferral {
+	switch {
+	case deferred:
+		return source.DeferrableDeferred
+	case deferrable:
+		return source.DeferrableImmediate
+	}
+	return source.NotDeferrable
+}
 
 func tableIndexes(ctx context.Context, conn *pgx.Conn, rel uint32, def *source.TableDef) error {
 	rows, err := conn.Query(ctx, indexesSQL, rel)
@@ -291,16 +309,16 @@ func tableIndexes(ctx context.Context, conn *pgx.Conn, rel uint32, def *source.T
 		return fmt.Errorf("read indexes: %w", err)
 	}
 	var name, indexDef string
-	var primary, unique, expr bool
+	var primary, unique, expr, deferrable, deferred bool
 	var cols []string
-	_, err = pgx.ForEachRow(rows, []any{&name, &primary, &unique, &expr, &indexDef, &cols}, func() error {
-		ix := source.IndexDef{Name: name, Columns: cols}
+	_, err = pgx.ForEachRow(rows, []any{&name, &primary, &unique, &expr, &indexDef, &cols, &deferrable, &deferred}, func() error {
+		ix := source.IndexDef{Name: name, Columns: cols, Deferral: deferral(deferrable, deferred)}
 		if expr {
 			ix = source.IndexDef{Name: name, Expr: indexDef}
 		}
 		switch {
 		case primary:
-			def.PrimaryKey = cols
+			def.PrimaryKey, def.PrimaryKeyDeferral = cols, ix.Deferral
 		case unique:
 			def.Uniques = append(def.Uniques, ix)
 		default:

@@ -64,6 +64,19 @@ CREATE INDEX orders_recent_idx ON shop.orders (created) WHERE qty > 0;
 CREATE INDEX orders_region_created_idx ON shop.orders (region, created DESC);
 CREATE INDEX orders_ints_idx ON shop.orders USING gin (ints);
 
+-- Deferrable keys. A foreign key cannot reference a deferrable key; the
+-- self-referencing one of tree names tree's primary key index as its
+-- conindid, and is deferred where the key is not.
+CREATE TABLE shop.dk (
+	id int PRIMARY KEY DEFERRABLE INITIALLY IMMEDIATE,
+	u int UNIQUE DEFERRABLE INITIALLY DEFERRED,
+	w int CONSTRAINT dk_w_key UNIQUE,
+	v text,
+	CONSTRAINT dk_vw UNIQUE (v, w) DEFERRABLE
+);
+CREATE UNIQUE INDEX dk_v_uidx ON shop.dk (v, u);
+CREATE TABLE shop.tree (id int PRIMARY KEY, up int REFERENCES shop.tree DEFERRABLE INITIALLY DEFERRED);
+
 CREATE SCHEMA "Odd Schema";
 CREATE TABLE "Odd Schema"."Mixed Case" ("Id" serial PRIMARY KEY, "Some Col" text UNIQUE, "Step" serial);
 ALTER TABLE "Odd Schema"."Mixed Case" ALTER "Step" SET DEFAULT nextval('"Odd Schema"."Mixed Case_Step_seq"') * 2;
@@ -238,6 +251,30 @@ func TestCatalog(t *testing.T) {
 				Default: `(nextval('"Odd Schema"."Mixed Case_Step_seq"'::regclass) * 2)`},
 		})
 		checkIndexes(t, def, []string{"Id"}, []source.IndexDef{{Name: "Mixed Case_Some Col_key", Columns: []string{"Some Col"}}}, nil)
+	})
+
+	t.Run("DescribeTable deferrable keys", func(t *testing.T) {
+		def, err := DescribeTable(ctx, conn, source.TableName{Schema: "shop", Name: "dk"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkIndexes(t, def, []string{"id"}, []source.IndexDef{
+			{Name: "dk_u_key", Columns: []string{"u"}, Deferral: source.DeferrableDeferred},
+			{Name: "dk_v_uidx", Columns: []string{"v", "u"}},
+			{Name: "dk_vw", Columns: []string{"v", "w"}, Deferral: source.DeferrableImmediate},
+			{Name: "dk_w_key", Columns: []string{"w"}},
+		}, nil)
+		if def.PrimaryKeyDeferral != source.DeferrableImmediate {
+			t.Errorf("primary key deferral %d, want DEFERRABLE INITIALLY IMMEDIATE (%d)", def.PrimaryKeyDeferral, source.DeferrableImmediate)
+		}
+		tree, err := DescribeTable(ctx, conn, source.TableName{Schema: "shop", Name: "tree"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkIndexes(t, tree, []string{"id"}, nil, nil)
+		if tree.PrimaryKeyDeferral != source.NotDeferrable {
+			t.Errorf("shop.tree primary key deferral %d, want not deferrable", tree.PrimaryKeyDeferral)
+		}
 	})
 
 	t.Run("DescribeTable missing table", func(t *testing.T) {

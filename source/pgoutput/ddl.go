@@ -182,8 +182,12 @@ type tableJSON struct {
 	Name       string       `json:"name"`
 	Columns    []columnJSON `json:"columns"`
 	PrimaryKey []string     `json:"primary_key"`
-	Uniques    []indexJSON  `json:"uniques"`
-	Indexes    []indexJSON  `json:"indexes"`
+	// The primary key's deferral; absent from messages of capture
+	// functions installed before it was captured.
+	PrimaryKeyDeferrable bool        `json:"primary_key_deferrable"`
+	PrimaryKeyDeferred   bool        `json:"primary_key_deferred"`
+	Uniques              []indexJSON `json:"uniques"`
+	Indexes              []indexJSON `json:"indexes"`
 }
 
 type columnJSON struct {
@@ -199,9 +203,11 @@ type columnJSON struct {
 }
 
 type indexJSON struct {
-	Name    string   `json:"name"`
-	Columns []string `json:"columns"`
-	Expr    string   `json:"expr"`
+	Name       string   `json:"name"`
+	Columns    []string `json:"columns"`
+	Expr       string   `json:"expr"`
+	Deferrable bool     `json:"deferrable"` // unique constraints only
+	Deferred   bool     `json:"deferred"`
 }
 
 type droppedJSON struct {
@@ -267,6 +273,7 @@ func (t tableJSON) def() (*source.TableDef, error) {
 	}
 	if len(t.PrimaryKey) > 0 {
 		def.PrimaryKey = t.PrimaryKey
+		def.PrimaryKeyDeferral = deferral(t.PrimaryKeyDeferrable, t.PrimaryKeyDeferred)
 	}
 	var err error
 	if def.Uniques, err = indexDefs(name, t.Uniques); err != nil {
@@ -288,7 +295,7 @@ func indexDefs(table source.TableName, list []indexJSON) ([]source.IndexDef, err
 		}
 		d := source.IndexDef{Name: ix.Name, Expr: ix.Expr}
 		if len(ix.Columns) > 0 {
-			d.Columns = ix.Columns
+			d.Columns, d.Deferral = ix.Columns, deferral(ix.Deferrable, ix.Deferred)
 		}
 		out = append(out, d)
 	}

@@ -243,7 +243,7 @@ func TestCaptureSQL(t *testing.T) {
 	ctx := t.Context()
 
 	t.Run("tableJSONSQL reads as DescribeTable", func(t *testing.T) {
-		for _, name := range []source.TableName{{Schema: "shop", Name: "orders"}, {Schema: "Odd Schema", Name: "Mixed Case"}} {
+		for _, name := range []source.TableName{{Schema: "shop", Name: "orders"}, {Schema: "shop", Name: "dk"}, {Schema: "shop", Name: "tree"}, {Schema: "Odd Schema", Name: "Mixed Case"}} {
 			want, err := DescribeTable(ctx, conn, name)
 			if err != nil {
 				t.Fatal(err)

@@ -22,15 +22,21 @@ const tableJSONSQL = `SELECT jsonb_build_object('oid', c.oid::bigint, 'schema', 
 			'generated', CASE WHEN col.generated <> '' THEN col.expr ELSE '' END) ORDER BY col.attnum)
 		FROM (` + columnsSQL + `) col(attnum, name, type_oid, typmod, sql_type, not_null, expr, identity, generated, serial)), '[]'),
 	'primary_key', coalesce(ix.primary_key, '[]'),
+	'primary_key_deferrable', coalesce(ix.primary_key_deferrable, false),
+	'primary_key_deferred', coalesce(ix.primary_key_deferred, false),
 	'uniques', coalesce(ix.uniques, '[]'),
 	'indexes', coalesce(ix.indexes, '[]'))
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 LEFT JOIN LATERAL (SELECT (jsonb_agg(to_jsonb(i.columns)) FILTER (WHERE i.is_primary)) -> 0 AS primary_key,
+		bool_or(i.is_deferrable) FILTER (WHERE i.is_primary) AS primary_key_deferrable,
+		bool_or(i.is_deferred) FILTER (WHERE i.is_primary) AS primary_key_deferred,
 		jsonb_agg(jsonb_build_object('name', i.name::text, 'columns', CASE WHEN i.is_expr THEN '{}' ELSE i.columns END,
-			'expr', CASE WHEN i.is_expr THEN i.def ELSE '' END) ORDER BY i.name) FILTER (WHERE i.is_unique AND NOT i.is_primary) AS uniques,
+			'expr', CASE WHEN i.is_expr THEN i.def ELSE '' END,
+			'deferrable', i.is_deferrable AND NOT i.is_expr, 'deferred', i.is_deferred AND NOT i.is_expr) ORDER BY i.name)
+			FILTER (WHERE i.is_unique AND NOT i.is_primary) AS uniques,
 		jsonb_agg(jsonb_build_object('name', i.name::text, 'columns', CASE WHEN i.is_expr THEN '{}' ELSE i.columns END,
 			'expr', CASE WHEN i.is_expr THEN i.def ELSE '' END) ORDER BY i.name) FILTER (WHERE NOT i.is_unique) AS indexes
-	FROM (` + indexesSQL + `) i(name, is_primary, is_unique, is_expr, def, columns)) ix ON true
+	FROM (` + indexesSQL + `) i(name, is_primary, is_unique, is_expr, def, columns, is_deferrable, is_deferred)) ix ON true
 WHERE c.oid = $1`
 
 // fencePrefix is the prefix of the empty transactional message that
