@@ -1,7 +1,6 @@
 package pg
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"regexp"
@@ -48,54 +47,52 @@ func (b *batch) reset() {
 }
 
 // insertRun collects consecutive inserts into one table within one
-// transaction; the rows stay where the reader put them.
+// transaction. Each row is rendered into COPY text as it comes and not
+// kept, so what a long run holds is its COPY data (at most copyBytes), not
+// the decoded rows; only the first copyMinRows rows are kept, to go as
+// INSERTs should the run stay that short.
 type insertRun struct {
 	plan  *plan
 	txn   *source.Txn
-	rows  []*source.Change
-	bytes int
-	buf   []byte
+	n     int              // rows in the run
+	first []*source.Change // its first copyMinRows rows
+	buf   []byte           // its rows in COPY text format
 }
 
 func (r *insertRun) start(p *plan, txn *source.Txn) {
 	r.plan, r.txn = p, txn
 }
 
-func (r *insertRun) add(c *source.Change) {
-	r.rows = append(r.rows, c)
-	for _, v := range c.New {
-		r.bytes += len(v.Data) + 1
+// add renders the row of insert c.
+func (r *insertRun) add(c *source.Change) error {
+	start := len(r.buf)
+	for n, i := range r.plan.Cols {
+		if n > 0 {
+			r.buf = append(r.buf, '\t')
+		}
+		switch v := c.New[i]; v.Kind {
+		case source.ValueNull:
+			r.buf = append(r.buf, `\N`...)
+		case source.ValueText:
+			r.buf = appendCopyText(r.buf, v.Data)
+		default:
+			r.buf = r.buf[:start]
+			return fmt.Errorf("column %s: inserted value is not in text form", r.plan.Rel.Columns[i].Name)
+		}
 	}
+	r.buf = append(r.buf, '\n')
+	if r.n < copyMinRows {
+		r.first = append(r.first, c)
+	}
+	r.n++
+	return nil
 }
 
 func (r *insertRun) reset() {
-	r.plan, r.txn = nil, nil
-	clear(r.rows)
-	r.rows = r.rows[:0]
-	r.bytes = 0
-}
-
-// copyData renders the run in COPY text format.
-func (r *insertRun) copyData() (*bytes.Reader, error) {
-	buf := r.buf[:0]
-	for _, c := range r.rows {
-		for n, i := range r.plan.Cols {
-			if n > 0 {
-				buf = append(buf, '\t')
-			}
-			switch v := c.New[i]; v.Kind {
-			case source.ValueNull:
-				buf = append(buf, `\N`...)
-			case source.ValueText:
-				buf = appendCopyText(buf, v.Data)
-			default:
-				return nil, fmt.Errorf("column %s: inserted value is not in text form", r.plan.Rel.Columns[i].Name)
-			}
-		}
-		buf = append(buf, '\n')
-	}
-	r.buf = buf
-	return bytes.NewReader(buf), nil
+	r.plan, r.txn, r.n = nil, nil, 0
+	clear(r.first)
+	r.first = r.first[:0]
+	r.buf = r.buf[:0]
 }
 
 // quoted matches the double-quoted parts of a server message.

@@ -6,6 +6,7 @@
 package pg
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -186,8 +187,10 @@ func (t *Target) change(ctx context.Context, txn *source.Txn, c *source.Change) 
 			}
 			t.run.start(p, txn)
 		}
-		t.run.add(c)
-		if t.run.bytes >= copyBytes {
+		if err := t.run.add(c); err != nil {
+			return err
+		}
+		if len(t.run.buf) >= copyBytes {
 			return t.endRun(ctx)
 		}
 		return nil
@@ -275,17 +278,17 @@ func (t *Target) truncate(ctx context.Context, txn *source.Txn, c *source.Change
 // batch, a long one as COPY after flushing the batch (order matters).
 func (t *Target) endRun(ctx context.Context) error {
 	r := &t.run
-	if r.plan == nil || len(r.rows) == 0 {
+	if r.plan == nil || r.n == 0 {
 		r.reset()
 		return nil
 	}
 	defer r.reset()
-	if len(r.rows) < copyMinRows {
+	if r.n < copyMinRows {
 		name, err := t.prepare(ctx, r.plan.insertSQL)
 		if err != nil {
 			return err
 		}
-		for _, c := range r.rows {
+		for _, c := range r.first {
 			args := t.args[:0]
 			for _, i := range r.plan.Cols {
 				args = append(args, param(c.New[i]))
@@ -298,13 +301,9 @@ func (t *Target) endRun(ctx context.Context) error {
 	if err := t.flush(ctx); err != nil {
 		return err
 	}
-	data, err := r.copyData()
-	if err != nil {
-		return &apply.Error{Op: "insert", Table: r.plan.Target, Xid: r.txn.Xid, Commit: r.txn.Commit, Err: err}
-	}
-	tag, err := t.conn.PgConn().CopyFrom(ctx, data, r.plan.copySQL)
-	if err == nil && tag.RowsAffected() != int64(len(r.rows)) {
-		err = fmt.Errorf("COPY wrote %d rows, expected %d", tag.RowsAffected(), len(r.rows))
+	tag, err := t.conn.PgConn().CopyFrom(ctx, bytes.NewReader(r.buf), r.plan.copySQL)
+	if err == nil && tag.RowsAffected() != int64(r.n) {
+		err = fmt.Errorf("COPY wrote %d rows, expected %d", tag.RowsAffected(), r.n)
 	}
 	if err != nil {
 		return &apply.Error{Op: "insert", Table: r.plan.Target, Xid: r.txn.Xid, Commit: r.txn.Commit, Err: describe(err)}

@@ -80,5 +80,5 @@ func limitMemory(txnMemory int) {
 	if _, ok := os.LookupEnv("GOMEMLIMIT"); ok {
 		return
 	}
-	debug.SetMemoryLimit(int64(txnMemory) + 64<<20)
+	debug.SetMemoryLimit(int64(txnMemory) + 16<<20)
 }
