@@ -25,6 +25,7 @@ type fakeSource struct {
 }
 
 type script struct {
+	before func() // when set, runs first (what happens elsewhere meanwhile)
 	chunks []source.Chunk
 	end    error
 }
@@ -42,6 +43,9 @@ func (s *fakeSource) Stream(ctx context.Context, req source.StreamRequest, out c
 	s.mu.Unlock()
 	if req.SystemID != s.server.SystemID {
 		return fmt.Errorf("system id %s requested", req.SystemID)
+	}
+	if sc.before != nil {
+		sc.before()
 	}
 	for _, c := range sc.chunks {
 		// The server skips what the client already has (the chunks of a

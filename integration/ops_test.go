@@ -1,0 +1,182 @@
+package integration
+
+import (
+	"math/rand/v2"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/decant/decant/integration/gaussstub"
+	"github.com/decant/decant/source"
+	"github.com/decant/decant/source/gauss"
+)
+
+// Operations: what decant says and does when an operator gets in its way
+// (a second run on a live pipeline, a slot someone else consumed, a
+// SIGTERM under load).
+
+const opsSchema = `CREATE TABLE load (id bigserial PRIMARY KEY, client integer, v text);
+CREATE TABLE marker (id integer PRIMARY KEY, xid text);`
+
+// writer keeps inserting small transactions on the source until stopped;
+// it is the load under which a live run moves its slot and checkpoint all
+// the time.
+type writer struct {
+	stop atomic.Bool
+	rows atomic.Int64
+	done chan error
+}
+
+func startWriter(t testing.TB, dsn string) *writer {
+	t.Helper()
+	w := &writer{done: make(chan error, 1)}
+	go func() {
+		_, err := runClients(t, dsn, 2, 1, func(conn *pgx.Conn, _ *rand.Rand, client, _ int) (bool, bool, error) {
+			if w.stop.Load() {
+				return false, false, nil
+			}
+			_, err := conn.Exec(t.Context(), `INSERT INTO load (client, v) SELECT $1, repeat('w', 20) FROM generate_series(1, 5)`, client)
+			w.rows.Add(5)
+			return true, err == nil, err
+		})
+		w.done <- err
+	}()
+	t.Cleanup(func() { w.stop.Store(true) })
+	return w
+}
+
+// finish stops the writer and fails the test if it failed.
+func (w *writer) finish(t testing.TB) {
+	t.Helper()
+	w.stop.Store(true)
+	if err := <-w.done; err != nil {
+		t.Fatalf("writer: %v", err)
+	}
+}
+
+// catchUpTo waits until the running agent has applied the source's last
+// commit (a final marker).
+func (p *pair) catchUpTo(a *agent) {
+	p.t.Helper()
+	xid := finalMarker(p.t, p.src)
+	waitFor(p.t, 60*time.Second, func() bool { return p.checkpointXid() == xid || a.exited() })
+	if a.exited() {
+		p.t.Fatalf("decant run ended before catching up: %v\n%s", a.err, a.stderr.String())
+	}
+}
+
+// TestSecondRunUnderLoad: a second `decant run` on a pipeline that a live
+// run is applying under a continuous write load waits for the slot for
+// --slot-wait and gives up saying that another session uses it; it never
+// claims that something consumed the slot (whose advice, a drop and a
+// recopy, would destroy a healthy pipeline). The first run goes on.
+func TestSecondRunUnderLoad(t *testing.T) {
+	p := newPair(t)
+	p.both(opsSchema)
+	p.mustDecant("init")
+	w := startWriter(t, p.src)
+	a := p.start()
+	waitFor(t, 30*time.Second, func() bool {
+		return queryValue(t, p.src, `SELECT active::text FROM pg_replication_slots WHERE slot_name = '`+p.name+`'`) == "true"
+	})
+	for i := 0; i < 3; i++ {
+		// Let the live run move slot and checkpoint under the second one.
+		before := w.rows.Load()
+		waitFor(t, 30*time.Second, func() bool { return w.rows.Load() > before+50 })
+		start := time.Now()
+		_, errOut, code := p.decant("run", "--slot-wait", "2s")
+		took := time.Since(start)
+		if strings.Contains(errOut, "consumed") {
+			t.Fatalf("second run %d on a live pipeline claims the slot was consumed:\n%s", i+1, errOut)
+		}
+		if code != 1 {
+			t.Errorf("second run %d: exit %d, want 1", i+1, code)
+		}
+		oneLineError(t, "second run under load", errOut, "still uses the slot", "stop the other run")
+		if took < 2*time.Second {
+			t.Errorf("second run %d gave up after %s, before --slot-wait 2s", i+1, took)
+		}
+		if a.exited() {
+			t.Fatalf("the first run ended: %v\n%s", a.err, a.stderr.String())
+		}
+	}
+	w.finish(t)
+	p.catchUpTo(a)
+	a.stop(t)
+	p.assertEqual()
+}
+
+// TestSlotConsumed: when something else really consumed the slot past the
+// target's checkpoint, run refuses to stream, names both positions and
+// tells how to rebuild the pipeline.
+func TestSlotConsumed(t *testing.T) {
+	p := newPair(t)
+	p.both(opsSchema)
+	p.mustDecant("init")
+	psql(t, p.src, `INSERT INTO load (client, v) VALUES (1, 'applied')`)
+	p.catchUp()
+	psql(t, p.src, `INSERT INTO load (client, v) VALUES (2, 'lost')`)
+	psql(t, p.src, `SELECT pg_replication_slot_advance('`+p.name+`', pg_current_wal_lsn())`)
+	start := time.Now()
+	_, errOut, code := p.decant("run", "--slot-wait", "2s")
+	if code != 1 {
+		t.Errorf("run on a consumed slot: exit %d, want 1", code)
+	}
+	oneLineError(t, "consumed slot", errOut, "slot "+p.name+" confirmed", "consumed", p.checkpointEnd(), "decant drop")
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("run on a consumed slot took %s to give up", took)
+	}
+}
+
+// TestGaussSecondRun: the same for a GaussDB source (the stand-in), whose
+// reader checks its slot alike.
+func TestGaussSecondRun(t *testing.T) {
+	p := newPair(t)
+	psql(t, p.tgt, `CREATE TABLE t (id integer PRIMARY KEY);`)
+	srv := startStandIn(t, "7300000000000000007")
+	g := gaussPair(t, p, srv, nil)
+	g.mustDecant("init")
+	a := g.start()
+	// The feeder commits a transaction every few milliseconds, so slot and
+	// checkpoint move all the time.
+	var stop atomic.Bool
+	fed := make(chan int, 1)
+	go func() {
+		i := 0
+		for ; !stop.Load(); i++ {
+			base := source.LSN(0x1000000 + i*0x1000)
+			srv.Append(gaussstub.Txn{Xid: uint64(100 + i), CSN: uint64(10 + i), FirstLSN: base + 0x100, CommitStart: base + 0x200, CommitEnd: base + 0x230, Records: []gauss.Record{
+				{Kind: gauss.KindBegin, LSN: base + 0x100, FirstLSN: base + 0x100, CSN: uint64(10 + i)},
+				{Kind: gauss.KindInsert, LSN: base + 0x150, Schema: "public", Table: "t", New: []gauss.Column{{Name: "id", Type: 23, Value: []byte(itoa(i))}}},
+				{Kind: gauss.KindCommit, LSN: base + 0x230, Xid: uint64(100 + i), HasXid: true},
+			}})
+			time.Sleep(3 * time.Millisecond)
+		}
+		fed <- i
+	}()
+	t.Cleanup(func() { stop.Store(true) })
+	waitFor(t, 30*time.Second, func() bool {
+		_, _, active, _ := srv.Slot(g.name)
+		return active && queryValue(t, p.tgt, `SELECT count(*) FROM t`) != "0"
+	})
+	for i := 0; i < 3; i++ {
+		_, errOut, code := g.decant("run", "--slot-wait", "1s")
+		if strings.Contains(errOut, "consumed") {
+			t.Fatalf("second run %d on a live pipeline claims the slot was consumed:\n%s", i+1, errOut)
+		}
+		if code != 1 {
+			t.Errorf("second run %d: exit %d, want 1", i+1, code)
+		}
+		oneLineError(t, "second GaussDB run", errOut, "is active", "still uses the slot")
+	}
+	stop.Store(true)
+	n := <-fed
+	waitFor(t, 60*time.Second, func() bool { return queryValue(t, p.tgt, `SELECT count(*) FROM t`) == itoa(n) || a.exited() })
+	if a.exited() {
+		t.Fatalf("the first run ended: %v\n%s", a.err, a.stderr.String())
+	}
+	a.stop(t)
+}
