@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"strings"
 	"syscall"
@@ -68,6 +69,13 @@ func Transient(err error) bool {
 	}
 	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
 		return true
+	}
+	// A failed local file operation (a spill file) carries an errno, and
+	// every errno satisfies net.Error: it is no network fault, and a retry
+	// would meet the same file system.
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) {
+		return false
 	}
 	var netErr net.Error
 	if errors.As(err, &netErr) {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -277,6 +279,9 @@ func TestTransient(t *testing.T) {
 		{&Error{Op: "insert", Err: errors.New("bad")}, false},
 		{errors.New("malformed"), false},
 		{context.Canceled, false},
+		{fmt.Errorf("read: %w", syscall.ECONNRESET), true},
+		{fmt.Errorf("spill: %w", &fs.PathError{Op: "write", Path: "/spill/f", Err: syscall.EIO}), false},
+		{&source.SpillFullError{Dir: "/spill", Err: &fs.PathError{Op: "write", Path: "/spill/f", Err: syscall.ENOSPC}}, false},
 	} {
 		if got := Transient(c.err); got != c.want {
 			t.Errorf("Transient(%v) = %v, want %v", c.err, got, c.want)

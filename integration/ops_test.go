@@ -2,6 +2,8 @@ package integration
 
 import (
 	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -179,4 +181,88 @@ func TestGaussSecondRun(t *testing.T) {
 		t.Fatalf("the first run ended: %v\n%s", a.err, a.stderr.String())
 	}
 	a.stop(t)
+}
+
+// smallDir mounts a tmpfs of size bytes (a full disk in miniature) and
+// unmounts it when the test ends.
+func smallDir(t *testing.T, size string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Fatalf("mount a %s tmpfs at %s: %v\n%s", size, dir, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v\n%s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// TestSpillDirectoryFull: a transaction that outgrows --max-txn-memory and
+// then the spill directory stops decant with one line that names the
+// directory, the transaction and the fixes, and exit code 3; it is not
+// decoded again and again. Once there is room, run applies it.
+func TestSpillDirectoryFull(t *testing.T) {
+	p := newPair(t)
+	p.both(largeSchema)
+	p.mustDecant("init")
+	spill := smallDir(t, "2m")
+	g := *p
+	g.src = streamingDSN(p.src)
+	conn := connect(t, p.src)
+	var xid string
+	if err := pgx.BeginFunc(t.Context(), conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(t.Context(), `INSERT INTO big SELECT g, repeat('s', 400), g FROM generate_series(1, 30000) g`); err != nil {
+			return err
+		}
+		return tx.QueryRow(t.Context(), `SELECT pg_current_xact_id()::text`).Scan(&xid)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, errOut, code := g.decant("run", "--catch-up", "--stream-apply", "spool", "--max-txn-memory", "1MiB", "--spill-dir", spill)
+	t.Logf("exit %d after %s", code, time.Since(start))
+	if code != 3 {
+		t.Errorf("full spill directory: exit %d, want 3\n%s", code, errOut)
+	}
+	oneLineError(t, "full spill directory", errOut, "spill directory "+spill+" is full", "xid "+xid, "--spill-dir", "--max-txn-memory")
+	if n := strings.Count(errOut, "msg=streaming"); n != 1 {
+		t.Errorf("the stream started %d times, want once: the transaction was decoded again into the full directory", n)
+	}
+	if left, _ := filepath.Glob(filepath.Join(spill, "*")); len(left) > 0 {
+		t.Errorf("spill files left after the failure: %v", left)
+	}
+	g.mustDecant("run", "--catch-up", "--stream-apply", "spool", "--max-txn-memory", "1MiB", "--spill-dir", t.TempDir())
+	p.assertEqual()
+}
+
+// TestGaussSpillDirectoryFull: the same for a GaussDB transaction, which
+// is spooled until its COMMIT arrives.
+func TestGaussSpillDirectoryFull(t *testing.T) {
+	p := newPair(t)
+	p.both(largeSchema)
+	work := captureWorkload(t, p, "big, marker", func() {
+		psql(t, p.src, `INSERT INTO big SELECT g, repeat('x', 200), g FROM generate_series(1, 30000) g`)
+		finalMarker(t, p.src)
+	})
+	q := newPair(t)
+	psql(t, q.tgt, largeSchema)
+	q.src = p.src
+	srv := startStandIn(t, "7300000000000000008")
+	g := gaussPair(t, q, srv, gaussFormats[2].options)
+	g.mustDecant("init")
+	srv.Append(work.txns...)
+	srv.AddPosition(work.txns[len(work.txns)-1].CSN, uint64(work.end))
+	spill := smallDir(t, "1m")
+	_, errOut, code := g.decant("run", "--catch-up", "--max-txn-memory", "1MiB", "--spill-dir", spill)
+	if code != 3 {
+		t.Errorf("full spill directory: exit %d, want 3\n%s", code, errOut)
+	}
+	oneLineError(t, "full spill directory", errOut, "spill directory "+spill+" is full", "--spill-dir", "--max-txn-memory")
+	if n := strings.Count(errOut, "msg=streaming"); n != 1 {
+		t.Errorf("the stream started %d times, want once", n)
+	}
+	g.mustDecant("run", "--catch-up", "--max-txn-memory", "1MiB", "--spill-dir", t.TempDir())
+	q.assertEqual()
 }
