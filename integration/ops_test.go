@@ -266,3 +266,41 @@ func TestGaussSpillDirectoryFull(t *testing.T) {
 	g.mustDecant("run", "--catch-up", "--max-txn-memory", "1MiB", "--spill-dir", t.TempDir())
 	q.assertEqual()
 }
+
+// TestTargetColumnDropped: a column dropped on the target while decant
+// runs (after it compiled its statements for the table) is reported like
+// one missing at the start: the table, the column, "lacks column" and the
+// fix, for a single insert, a COPY-sized run of inserts and an update.
+func TestTargetColumnDropped(t *testing.T) {
+	for _, tc := range []struct {
+		name, write string
+	}{
+		{"insert", `INSERT INTO wide VALUES (100, 'a', '` + secret + `')`},
+		{"copy", `INSERT INTO wide SELECT g, 'a', '` + secret + `' FROM generate_series(100, 2100) g`},
+		{"update", `UPDATE wide SET extra = '` + secret + `' WHERE id = 1`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPair(t)
+			p.both(`CREATE TABLE wide (id integer PRIMARY KEY, v text, extra text);`)
+			p.mustDecant("init")
+			a := p.start()
+			// Statements for the table are compiled and used before the
+			// target loses the column.
+			psql(t, p.src, `INSERT INTO wide SELECT g, 'x', 'y' FROM generate_series(1, 50) g; UPDATE wide SET v = 'z' WHERE id = 2;`)
+			waitFor(t, 30*time.Second, func() bool {
+				return queryValue(t, p.tgt, `SELECT count(*) FROM wide WHERE v = 'z'`) == "1" || a.exited()
+			})
+			psql(t, p.tgt, `ALTER TABLE wide DROP COLUMN extra`)
+			psql(t, p.src, tc.write)
+			waitFor(t, 30*time.Second, a.exited)
+			if a.err == nil {
+				t.Errorf("decant run exited 0 after the target lost a column")
+			}
+			out := a.stderr.String()
+			oneLineError(t, "dropped target column", out, "public.wide", "lacks column(s) extra", "add them on the target")
+			if strings.Contains(out, "SQLSTATE 42703") {
+				t.Errorf("the raw server error is reported:\n%s", out)
+			}
+		})
+	}
+}

@@ -145,7 +145,7 @@ func (t *Target) Apply(ctx context.Context, txn *source.Txn, changes []source.Ch
 	for i := range changes {
 		c := &changes[i]
 		if err := t.change(ctx, txn, c); err != nil {
-			return apply.ChangeError(txn, c, err)
+			return t.lacksColumns(ctx, apply.ChangeError(txn, c, err))
 		}
 	}
 	return nil
@@ -282,7 +282,7 @@ func (t *Target) endRun(ctx context.Context) error {
 	if len(r.rows) < copyMinRows {
 		name, err := t.prepare(ctx, r.plan.insertSQL)
 		if err != nil {
-			return err
+			return &apply.Error{Op: "insert", Table: r.plan.Target, Xid: r.txn.Xid, Commit: r.txn.Commit, Err: err}
 		}
 		for _, c := range r.rows {
 			args := t.args[:0]
@@ -356,12 +356,12 @@ func rowCountError(info apply.Origin, got int64) error {
 // writes the checkpoint alone.
 func (t *Target) Commit(ctx context.Context, cp checkpoint.Row) error {
 	if err := t.endRun(ctx); err != nil {
-		return err
+		return t.lacksColumns(ctx, err)
 	}
 	info := apply.Origin{Op: "checkpoint", Txn: &source.Txn{Xid: cp.Xid, Commit: cp.Commit}, Expect: 1}
 	t.batch.add(checkpoint.PGAdvance, cp.PGAdvanceArgs(), info)
 	if err := t.flush(ctx); err != nil {
-		return err
+		return t.lacksColumns(ctx, err)
 	}
 	if !t.inTx {
 		return nil
