@@ -304,3 +304,35 @@ func TestTargetColumnDropped(t *testing.T) {
 		})
 	}
 }
+
+// TestCleanStopUnderLoad: SIGTERM while transactions are being applied is
+// a clean stop: exit 0 and no warning (the open target transaction is
+// abandoned on purpose); the next run resumes and the target ends equal.
+func TestCleanStopUnderLoad(t *testing.T) {
+	for _, mysql := range []bool{false, true} {
+		t.Run(map[bool]string{false: "postgres", true: "mariadb"}[mysql], func(t *testing.T) {
+			p := newTargetPair(t, mysql)
+			if mysql {
+				psql(t, p.src, opsSchema)
+				p.mustDecant("init", "--create-tables")
+			} else {
+				p.both(opsSchema)
+				p.mustDecant("init")
+			}
+			w := startWriter(t, p.src)
+			rng := rand.New(rand.NewPCG(5, 5))
+			for i := 0; i < 8; i++ {
+				a := p.start()
+				start := p.checkpointEnd()
+				waitFor(t, 30*time.Second, func() bool { return p.checkpointEnd() != start || a.exited() })
+				time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
+				a.stop(t)
+				if out := a.stderr.String(); strings.Contains(out, "level=WARN") || strings.Contains(out, "level=ERROR") {
+					t.Errorf("stop %d: a clean stop logged a warning:\n%s", i+1, out)
+				}
+			}
+			w.finish(t)
+			p.catchUp()
+		})
+	}
+}

@@ -386,6 +386,13 @@ func (t *Target) Rollback(ctx context.Context) error {
 		return nil
 	}
 	t.inTx = false
+	if t.conn.IsClosed() {
+		// A statement interrupted by a cancelled context (a clean stop)
+		// closes the connection, and the server rolled the transaction
+		// back with it: nothing is left to abandon.
+		t.Close(ctx)
+		return nil
+	}
 	if _, err := t.conn.PgConn().Exec(ctx, "ROLLBACK").ReadAll(); err != nil {
 		t.Close(ctx)
 		return fmt.Errorf("target rollback: %w", err)
