@@ -263,6 +263,9 @@ func TestGaussSpillDirectoryFull(t *testing.T) {
 	if n := strings.Count(errOut, "msg=streaming"); n != 1 {
 		t.Errorf("the stream started %d times, want once", n)
 	}
+	if left, _ := filepath.Glob(filepath.Join(spill, "*")); len(left) > 0 {
+		t.Errorf("spill files left after the failure: %v", left)
+	}
 	g.mustDecant("run", "--catch-up", "--max-txn-memory", "1MiB", "--spill-dir", t.TempDir())
 	q.assertEqual()
 }
