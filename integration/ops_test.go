@@ -23,7 +23,7 @@ import (
 const opsSchema = `CREATE TABLE load (id bigserial PRIMARY KEY, client integer, v text);
 CREATE TABLE marker (id integer PRIMARY KEY, xid text);`
 
-// writer keeps inserting small transactions on the source until stopped;
+// writer keeps committing small transactions on the source until stopped;
 // it is the load under which a live run moves its slot and checkpoint all
 // the time.
 type writer struct {
@@ -42,6 +42,7 @@ func startWriter(t testing.TB, dsn string) *writer {
 			}
 			_, err := conn.Exec(t.Context(), `INSERT INTO load (client, v) SELECT $1, repeat('w', 20) FROM generate_series(1, 5)`, client)
 			w.rows.Add(5)
+			time.Sleep(2 * time.Millisecond) // hundreds of commits a second, not every cycle of the machine
 			return true, err == nil, err
 		})
 		w.done <- err
@@ -324,7 +325,7 @@ func TestCleanStopUnderLoad(t *testing.T) {
 			}
 			w := startWriter(t, p.src)
 			rng := rand.New(rand.NewPCG(5, 5))
-			for i := 0; i < 8; i++ {
+			for i := 0; i < 10; i++ {
 				a := p.start()
 				start := p.checkpointEnd()
 				waitFor(t, 30*time.Second, func() bool { return p.checkpointEnd() != start || a.exited() })
