@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"strings"
 	"syscall"
@@ -69,6 +70,13 @@ func Transient(err error) bool {
 	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
 		return true
 	}
+	// A failed local file operation (a spill file) carries an errno, and
+	// every errno satisfies net.Error: it is no network fault, and a retry
+	// would meet the same file system.
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) {
+		return false
+	}
 	var netErr net.Error
 	if errors.As(err, &netErr) {
 		return true
@@ -83,10 +91,14 @@ func Transient(err error) bool {
 }
 
 // slotBusy reports whether err says the replication slot is in use by
-// another session (SQLSTATE 55006, object_in_use).
+// another session: the source refused START_REPLICATION (SQLSTATE 55006,
+// object_in_use), the reader found the slot active, or another session
+// moved slot and checkpoint while this one started.
 func slotBusy(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "55006"
+	var busy *source.SlotBusyError
+	var moved *slotMovedError
+	return (errors.As(err, &pgErr) && pgErr.Code == "55006") || errors.As(err, &busy) || errors.As(err, &moved)
 }
 
 // Origin says which source change a target statement came from, so that

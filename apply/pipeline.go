@@ -32,8 +32,16 @@ type Config struct {
 	// held by another session (a previous run whose walsender has not yet
 	// noticed that its client died); 60 s when zero.
 	SlotWait time.Duration
-	Logger   *slog.Logger
+	// Backoff is the first wait before resuming after a transient
+	// failure; it doubles with each failure in a row, up to 30 s, and
+	// starts again from Backoff once a session commits something. 1 s
+	// when zero.
+	Backoff time.Duration
+	Logger  *slog.Logger
 }
+
+// maxBackoff bounds the wait between two sessions that failed in a row.
+const maxBackoff = 30 * time.Second
 
 // Pipeline connects one Source to one Target.
 type Pipeline struct {
@@ -43,6 +51,9 @@ type Pipeline struct {
 	log      *slog.Logger
 	acked    atomic.Uint64 // end position of the last target commit
 	ackedCSN atomic.Uint64 // and its commit CSN (CSN-ordered sources)
+	// commits counts target commits; only Run's goroutine (sessions and
+	// their apply loops) touches it.
+	commits int
 }
 
 // New returns a pipeline; Run starts it.
@@ -61,6 +72,9 @@ func New(cfg Config, src Source, tgt Target) *Pipeline {
 	}
 	if cfg.SlotWait <= 0 {
 		cfg.SlotWait = 60 * time.Second
+	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = time.Second
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -81,6 +95,12 @@ func (p *Pipeline) ack(cp checkpoint.Row) {
 	p.acked.Store(uint64(cp.Resume()))
 }
 
+// committed records that the target committed cp.
+func (p *Pipeline) committed(cp checkpoint.Row) {
+	p.commits++
+	p.ack(cp)
+}
+
 // errCaughtUp ends a catch-up run.
 var errCaughtUp = errors.New("caught up")
 
@@ -93,10 +113,10 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	var stopAt source.LSN // catch-up goal, fixed at the first successful start
 	var busySince time.Time
 	started := false
-	backoff := time.Second
+	backoff := p.cfg.Backoff
 	for {
-		began := time.Now()
-		err := p.session(ctx, &stopAt, &started)
+		began, commits := time.Now(), p.commits
+		err := p.recheckSlot(ctx, p.session(ctx, &stopAt, &started))
 		if !slotBusy(err) {
 			busySince = time.Time{}
 		} else if busySince.IsZero() {
@@ -118,8 +138,11 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		case !busySince.IsZero() && time.Since(busySince) > p.cfg.SlotWait:
 			return fmt.Errorf("%w (another decant run, or a session that has not yet noticed its client died, still uses the slot after %s; stop the other run)", err, p.cfg.SlotWait)
 		}
-		if time.Since(began) > time.Minute {
-			backoff = time.Second
+		// A session that committed got through to source and target
+		// alike: the fault that ended it is the first of a new series, not
+		// one more of the last.
+		if p.commits > commits || time.Since(began) > time.Minute {
+			backoff = p.cfg.Backoff
 		}
 		wait := backoff
 		if !busySince.IsZero() {
@@ -136,7 +159,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		case <-time.After(wait):
 		}
 		if busySince.IsZero() {
-			backoff = min(backoff*2, 30*time.Second)
+			backoff = min(backoff*2, maxBackoff)
 		}
 	}
 }
@@ -184,6 +207,51 @@ func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started *boo
 	}
 	return err
 }
+
+// recheckSlot judges a reader's report that the slot was confirmed past
+// the checkpoint the session started from (source.SlotAheadError). That
+// checkpoint was read before the slot, so a live run of the same pipeline
+// may have moved both in between. A checkpoint read now, after the slot,
+// is at or past what the slot confirmed unless something else consumed
+// the slot (never ahead: only committed positions are ever confirmed).
+// Then the session starts again from the fresh checkpoint, which counts as
+// the slot being busy: another session is applying. Otherwise the gap is
+// real and permanent. Other errors pass through.
+func (p *Pipeline) recheckSlot(ctx context.Context, err error) error {
+	var ahead *source.SlotAheadError
+	if !errors.As(err, &ahead) || ctx.Err() != nil {
+		return err
+	}
+	cp, rerr := p.tgt.Open(ctx)
+	if rerr != nil {
+		return fmt.Errorf("read the target's checkpoint again after the slot: %w", rerr)
+	}
+	if ahead.Covered(cp.Resume(), cp.CSN) {
+		return &slotMovedError{ahead: *ahead, now: cp}
+	}
+	gap := *ahead
+	gap.Start, gap.StartCSN = cp.Resume(), cp.CSN
+	return &gap
+}
+
+// slotMovedError: the slot and the target's checkpoint both moved while a
+// session started, so another session applies the pipeline.
+type slotMovedError struct {
+	ahead source.SlotAheadError
+	now   checkpoint.Row
+}
+
+func (e *slotMovedError) Error() string {
+	if e.ahead.ByCSN {
+		return fmt.Sprintf("slot %s and the target's checkpoint moved on together (to CSN %d and CSN %d) while this run started: another session applies the pipeline",
+			e.ahead.Slot, e.ahead.ConfirmedCSN, e.now.CSN)
+	}
+	return fmt.Sprintf("slot %s and the target's checkpoint moved on together (to %s and %s) while this run started: another session applies the pipeline",
+		e.ahead.Slot, e.ahead.Confirmed, e.now.Resume())
+}
+
+// Retryable: the next session starts from the fresh checkpoint.
+func (e *slotMovedError) Retryable() bool { return true }
 
 // errReaderDone tells session that the reader ended first.
 var errReaderDone = errors.New("reader ended")
@@ -315,7 +383,7 @@ func (p *Pipeline) commit(ctx context.Context, g *group, stored *checkpoint.Row)
 	}
 	p.log.Debug("committed", "txns", g.txns, "end", g.cp.End.String())
 	*stored = g.cp
-	p.ack(*stored)
+	p.committed(*stored)
 	*g = group{cp: *stored}
 	return nil
 }
@@ -356,7 +424,7 @@ func (p *Pipeline) applyChunk(ctx context.Context, g *group, stored *checkpoint.
 		}
 		*stored = g.cp
 		stored.PartialCommit, stored.PartialSeq = c.Txn.Commit, g.seq
-		p.ack(*stored)
+		p.committed(*stored)
 		g.open = false
 		if err := p.applyChanges(ctx, g, c.Txn, changes[:1]); err != nil {
 			return err

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +27,7 @@ type fakeSource struct {
 }
 
 type script struct {
+	before func() // when set, runs first (what happens elsewhere meanwhile)
 	chunks []source.Chunk
 	end    error
 }
@@ -42,6 +45,9 @@ func (s *fakeSource) Stream(ctx context.Context, req source.StreamRequest, out c
 	s.mu.Unlock()
 	if req.SystemID != s.server.SystemID {
 		return fmt.Errorf("system id %s requested", req.SystemID)
+	}
+	if sc.before != nil {
+		sc.before()
 	}
 	for _, c := range sc.chunks {
 		// The server skips what the client already has (the chunks of a
@@ -273,6 +279,9 @@ func TestTransient(t *testing.T) {
 		{&Error{Op: "insert", Err: errors.New("bad")}, false},
 		{errors.New("malformed"), false},
 		{context.Canceled, false},
+		{fmt.Errorf("read: %w", syscall.ECONNRESET), true},
+		{fmt.Errorf("spill: %w", &fs.PathError{Op: "write", Path: "/spill/f", Err: syscall.EIO}), false},
+		{&source.SpillFullError{Dir: "/spill", Err: &fs.PathError{Op: "write", Path: "/spill/f", Err: syscall.ENOSPC}}, false},
 	} {
 		if got := Transient(c.err); got != c.want {
 			t.Errorf("Transient(%v) = %v, want %v", c.err, got, c.want)

@@ -141,7 +141,7 @@ func (p *Pipeline) streamCommit(ctx context.Context, st StreamTarget, g *group, 
 	}
 	p.log.Debug("committed streamed transaction", "xid", xid, "end", cp.End.String())
 	*stored = cp
-	p.ack(cp)
+	p.committed(cp)
 	*g = group{cp: cp}
 	return true, nil
 }

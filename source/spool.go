@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // Spool keeps the changes of one transaction until they can be delivered:
@@ -24,11 +25,17 @@ type Spool struct {
 	// progress at once) and bounds their memory together; Limit is then
 	// ignored.
 	Budget *Budget
+	// Xid names the transaction held, in errors; 0 when not known yet
+	// (GaussDB formats that give it only at COMMIT). Begin, when set, is
+	// where it began.
+	Xid   uint32
+	Begin LSN
 
 	mem      []Change
 	memBytes int
 	file     *os.File
 	w        *bufio.Writer
+	written  int64 // bytes the spill file took
 	onDisk   int
 	rels     map[*Relation]uint32
 	relList  []*Relation
@@ -88,9 +95,88 @@ func (s *Spool) Add(c Change) error {
 	}
 	s.onDisk++
 	if err := s.encode(&c); err != nil {
-		return fmt.Errorf("spill a large transaction to %s: %w", s.file.Name(), err)
+		return s.fail(err)
 	}
 	return nil
+}
+
+// fail describes a failed write to the spill file.
+func (s *Spool) fail(err error) error {
+	if full(err) {
+		return &SpillFullError{Dir: s.dir(), Xid: s.Xid, Begin: s.Begin, Written: s.written, Err: err}
+	}
+	return fmt.Errorf("spill a large transaction to %s: %w", s.file.Name(), err)
+}
+
+func (s *Spool) dir() string {
+	if s.Dir == "" {
+		return os.TempDir()
+	}
+	return s.Dir
+}
+
+// full reports whether err says the file system has no room left.
+func full(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+}
+
+// SpillFullError: the spill directory has no room for the changes of a
+// transaction that outgrew the memory limit. It is not worth an automatic
+// retry: the transaction would be decoded again from its start only to
+// fill the directory again, and space seldom comes back by itself. It
+// needs a person (exit code 3).
+type SpillFullError struct {
+	Dir     string
+	Xid     uint32
+	Begin   LSN
+	Written int64 // bytes of the transaction on disk when the directory filled
+	Err     error
+}
+
+func (e *SpillFullError) Error() string {
+	txn := "a transaction"
+	switch {
+	case e.Xid != 0:
+		txn = fmt.Sprintf("transaction xid %d", e.Xid)
+	case e.Begin != 0:
+		txn = fmt.Sprintf("the transaction begun at %s", e.Begin)
+	}
+	cause := "no space left on device"
+	if errors.Is(e.Err, syscall.EDQUOT) {
+		cause = "disk quota exceeded"
+	}
+	return fmt.Sprintf("spill directory %s is full (%s): it took %s of %s, which outgrew --max-txn-memory, and has no room for the rest; free space there, point --spill-dir elsewhere, or raise --max-txn-memory",
+		e.Dir, cause, sizeText(e.Written), txn)
+}
+
+func (e *SpillFullError) Unwrap() error { return e.Err }
+
+// Retryable: a retry would decode the transaction again into the same
+// full directory.
+func (e *SpillFullError) Retryable() bool { return false }
+
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// countingFile counts the bytes the spill file took.
+type countingFile struct {
+	f *os.File
+	n *int64
+}
+
+func (c countingFile) Write(b []byte) (int, error) {
+	n, err := c.f.Write(b)
+	*c.n += int64(n)
+	return n, err
 }
 
 // spill opens the spill file and moves the changes held in memory to it,
@@ -98,12 +184,16 @@ func (s *Spool) Add(c Change) error {
 func (s *Spool) spill() error {
 	f, err := os.CreateTemp(s.Dir, s.Prefix+"*.spill")
 	if err != nil {
+		if full(err) {
+			return &SpillFullError{Dir: s.dir(), Xid: s.Xid, Begin: s.Begin, Err: err}
+		}
 		return fmt.Errorf("spill a large transaction to disk: %w", err)
 	}
-	s.file, s.w = f, bufio.NewWriterSize(f, 1<<16)
+	s.file, s.written = f, 0
+	s.w = bufio.NewWriterSize(countingFile{f, &s.written}, 1<<16)
 	for i := range s.mem {
 		if err := s.encode(&s.mem[i]); err != nil {
-			return fmt.Errorf("spill a large transaction to %s: %w", f.Name(), err)
+			return s.fail(err)
 		}
 	}
 	s.onDisk += len(s.mem)
@@ -157,7 +247,7 @@ func (s *Spool) Replay(chunk int, fn func([]Change) error) error {
 
 func (s *Spool) replayFile(chunk int, fn func([]Change) error) error {
 	if err := s.w.Flush(); err != nil {
-		return fmt.Errorf("spill file %s: %w", s.file.Name(), err)
+		return s.fail(err)
 	}
 	if _, err := s.file.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("spill file %s: %w", s.file.Name(), err)
@@ -196,7 +286,7 @@ func (s *Spool) Reset() error {
 	}
 	name := s.file.Name()
 	s.file.Close()
-	s.file, s.w = nil, nil
+	s.file, s.w, s.written = nil, nil, 0
 	if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove spill file: %w", err)
 	}

@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -74,4 +75,9 @@ func redactFirst(msg string) string {
 		return msg
 	}
 	return msg[:loc[0]] + "'…'" + msg[loc[1]:]
+}
+
+// connGone reports whether err says the connection was already closed.
+func connGone(err error) bool {
+	return errors.Is(err, sql.ErrConnDone) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn)
 }

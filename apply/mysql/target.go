@@ -415,6 +415,12 @@ func (t *Target) Rollback(ctx context.Context) error {
 	t.inTx = false
 	if _, err := t.conn.ExecContext(ctx, "ROLLBACK"); err != nil {
 		t.Close(ctx)
+		if connGone(err) {
+			// A statement interrupted by a cancelled context (a clean
+			// stop) closes the connection, and the server rolls the
+			// transaction back with it: nothing is left to abandon.
+			return nil
+		}
 		return fmt.Errorf("target rollback: %w", describe(err))
 	}
 	return nil

@@ -146,7 +146,7 @@ func (t *Target) Apply(ctx context.Context, txn *source.Txn, changes []source.Ch
 	for i := range changes {
 		c := &changes[i]
 		if err := t.change(ctx, txn, c); err != nil {
-			return apply.ChangeError(txn, c, err)
+			return t.lacksColumns(ctx, apply.ChangeError(txn, c, err))
 		}
 	}
 	return nil
@@ -286,7 +286,7 @@ func (t *Target) endRun(ctx context.Context) error {
 	if r.n < copyMinRows {
 		name, err := t.prepare(ctx, r.plan.insertSQL)
 		if err != nil {
-			return err
+			return &apply.Error{Op: "insert", Table: r.plan.Target, Xid: r.txn.Xid, Commit: r.txn.Commit, Err: err}
 		}
 		for _, c := range r.first {
 			args := t.args[:0]
@@ -356,12 +356,12 @@ func rowCountError(info apply.Origin, got int64) error {
 // writes the checkpoint alone.
 func (t *Target) Commit(ctx context.Context, cp checkpoint.Row) error {
 	if err := t.endRun(ctx); err != nil {
-		return err
+		return t.lacksColumns(ctx, err)
 	}
 	info := apply.Origin{Op: "checkpoint", Txn: &source.Txn{Xid: cp.Xid, Commit: cp.Commit}, Expect: 1}
 	t.batch.add(checkpoint.PGAdvance, cp.PGAdvanceArgs(), info)
 	if err := t.flush(ctx); err != nil {
-		return err
+		return t.lacksColumns(ctx, err)
 	}
 	if !t.inTx {
 		return nil
@@ -386,6 +386,13 @@ func (t *Target) Rollback(ctx context.Context) error {
 		return nil
 	}
 	t.inTx = false
+	if t.conn.IsClosed() {
+		// A statement interrupted by a cancelled context (a clean stop)
+		// closes the connection, and the server rolled the transaction
+		// back with it: nothing is left to abandon.
+		t.Close(ctx)
+		return nil
+	}
 	if _, err := t.conn.PgConn().Exec(ctx, "ROLLBACK").ReadAll(); err != nil {
 		t.Close(ctx)
 		return fmt.Errorf("target rollback: %w", err)

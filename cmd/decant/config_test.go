@@ -2,11 +2,15 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/decant/decant/source"
 )
 
 // loadFor parses args as a command with the shared flags would, and loads
@@ -84,5 +88,9 @@ func TestConfigErrorsAreUsageErrors(t *testing.T) {
 	}
 	if code := report(errors.New("runtime")); code != 1 {
 		t.Errorf("runtime error exit code %d, want 1", code)
+	}
+	full := fmt.Errorf("stream: %w", &source.SpillFullError{Dir: "/spill", Err: syscall.ENOSPC})
+	if code := report(full); code != 3 {
+		t.Errorf("full spill directory exit code %d, want 3", code)
 	}
 }

@@ -6,7 +6,8 @@
 //	decant status --source DSN --target DSN [--pipeline NAME] [--json]
 //	decant drop   --source DSN --target DSN [--pipeline NAME] --yes
 //
-// Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error.
+// Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error,
+// 3 the spill directory is full (a person must make room; not retried).
 package main
 
 import (
@@ -20,6 +21,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/decant/decant/source"
 )
 
 func main() {
@@ -40,6 +43,10 @@ func report(err error) int {
 	if errors.As(err, &u) || strings.HasPrefix(msg, "unknown command") ||
 		strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand") {
 		return 2
+	}
+	var full *source.SpillFullError
+	if errors.As(err, &full) {
+		return 3
 	}
 	return 1
 }

@@ -135,8 +135,11 @@ func readSlot(ctx context.Context, conn *pgconn.PgConn, slot string) (slotInfo, 
 	return s, true, nil
 }
 
-// checkSlot refuses a missing slot, a slot of the other ordering, and a
-// slot moved past the target's checkpoint by someone else.
+// checkSlot refuses a missing slot, a slot of the other ordering, a slot
+// held by another session (source.SlotBusyError, which the pipeline waits
+// out), and a slot confirmed past the checkpoint the stream starts from
+// (source.SlotAheadError: the pipeline tells a run that moved both
+// meanwhile from a real loss).
 func (r *Reader) checkSlot(ctx context.Context, conn *pgconn.PgConn, req source.StreamRequest) error {
 	s, ok, err := readSlot(ctx, conn, r.cfg.Slot)
 	if err != nil {
@@ -150,13 +153,12 @@ func (r *Reader) checkSlot(ctx context.Context, conn *pgconn.PgConn, req source.
 		return setupf("slot %s is ordered by %s but output-order is %s; use a slot of the matching kind",
 			r.cfg.Slot, orderName(csnSlot), orderName(r.cfg.Options.CSNOrder()))
 	}
-	if !csnSlot && s.confirmed > req.Start {
-		return setupf("slot %s confirmed %s but the target's checkpoint is %s: something else consumed or advanced the slot and the transactions in between were never applied; run decant drop and init again, then recopy the tables",
-			r.cfg.Slot, s.confirmed, req.Start)
+	if s.active {
+		return &source.SlotBusyError{Slot: r.cfg.Slot}
 	}
-	if csnSlot && s.confirmedCSN > req.StartCSN {
-		return setupf("slot %s confirmed CSN %d but the target's checkpoint is CSN %d: something else consumed or advanced the slot; run decant drop and init again, then recopy the tables",
-			r.cfg.Slot, s.confirmedCSN, req.StartCSN)
+	if (!csnSlot && s.confirmed > req.Start) || (csnSlot && s.confirmedCSN > req.StartCSN) {
+		return &source.SlotAheadError{Slot: r.cfg.Slot, ByCSN: csnSlot,
+			Confirmed: s.confirmed, Start: req.Start, ConfirmedCSN: s.confirmedCSN, StartCSN: req.StartCSN}
 	}
 	return nil
 }

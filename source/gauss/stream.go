@@ -164,6 +164,7 @@ func (s *stream) record(ctx context.Context, r *Record) error {
 			return fmt.Errorf("BEGIN (CSN %d) inside an open transaction", r.CSN)
 		}
 		s.txn = &source.Txn{Xid: uint32(r.Xid), CSN: r.CSN, ByCSN: s.r.cfg.Options.CSNOrder(), CommitTime: parseTime(r.Time)}
+		s.spool.Xid, s.spool.Begin = s.txn.Xid, max(r.FirstLSN, r.LSN)
 		return s.spool.Reset()
 	case KindInsert, KindUpdate, KindDelete:
 		if s.txn == nil {

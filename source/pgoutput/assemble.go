@@ -72,8 +72,8 @@ func newAssembler(cfg Config) *assembler {
 // a killed run left.
 func spillPrefix(slot string) string { return "decant-" + slot + "-" }
 
-func (a *assembler) newSpool() *source.Spool {
-	return &source.Spool{Dir: a.dir, Prefix: a.prefix, Budget: a.budget}
+func (a *assembler) newSpool(xid uint32) *source.Spool {
+	return &source.Spool{Dir: a.dir, Prefix: a.prefix, Budget: a.budget, Xid: xid}
 }
 
 // close removes every spill file of the session.
@@ -133,7 +133,7 @@ func (s *stream) event(ctx context.Context, ev Event) error {
 		if a.streams[ev.Xid] == nil {
 			st := &streamTxn{txn: &source.Txn{Xid: ev.Xid, Streamed: true}}
 			if !a.immediate {
-				st.spool = a.newSpool()
+				st.spool = a.newSpool(ev.Xid)
 			}
 			a.streams[ev.Xid] = st
 		}
@@ -150,7 +150,7 @@ func (s *stream) event(ctx context.Context, ev Event) error {
 	case EventStreamCommit:
 		return s.streamCommit(ctx, ev)
 	case EventBeginPrepare:
-		a.holding = &heldTxn{xid: ev.Txn.Xid, prepare: ev.Txn.Commit, spool: a.newSpool()}
+		a.holding = &heldTxn{xid: ev.Txn.Xid, prepare: ev.Txn.Commit, spool: a.newSpool(ev.Txn.Xid)}
 	case EventPrepare:
 		if a.holding == nil {
 			return fmt.Errorf("%w: PREPARE of xid %d without Begin Prepare", ErrMalformed, ev.Txn.Xid)

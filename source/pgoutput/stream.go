@@ -203,10 +203,12 @@ func (r *Reader) protocol(ctx context.Context, conn *pgconn.PgConn) (int, error)
 }
 
 // checkSlot refuses to stream from a slot that is missing, belongs to
-// another plugin, or was moved past the target's checkpoint by someone
-// else: the transactions in between would be lost without a word.
+// another plugin, is held by another session (source.SlotBusyError, which
+// the pipeline waits out), or was confirmed past the checkpoint the stream
+// starts from (source.SlotAheadError: the pipeline tells a run that moved
+// both meanwhile from a real loss, the transactions in between).
 func (r *Reader) checkSlot(ctx context.Context, conn *pgconn.PgConn, start source.LSN) error {
-	q := fmt.Sprintf(`SELECT plugin, coalesce(confirmed_flush_lsn::text, ''), active::text
+	q := fmt.Sprintf(`SELECT plugin, coalesce(confirmed_flush_lsn::text, ''), active::text, coalesce(active_pid, 0)::text
 		FROM pg_replication_slots WHERE slot_name = %s AND database = current_database()`, quoteLiteral(r.cfg.Slot))
 	res, err := conn.Exec(ctx, q).ReadAll()
 	if err != nil {
@@ -219,13 +221,16 @@ func (r *Reader) checkSlot(ctx context.Context, conn *pgconn.PgConn, start sourc
 	if plugin := string(row[0]); plugin != "pgoutput" {
 		return setupf("slot %s uses plugin %s, not pgoutput; drop it or choose another --pipeline", r.cfg.Slot, plugin)
 	}
+	if string(row[2]) == "true" {
+		pid, _ := strconv.Atoi(string(row[3]))
+		return &source.SlotBusyError{Slot: r.cfg.Slot, PID: pid}
+	}
 	confirmed, err := source.ParseLSN(string(row[1]))
 	if err != nil {
 		return fmt.Errorf("read slot %s: %w", r.cfg.Slot, err)
 	}
 	if confirmed > start {
-		return setupf("slot %s confirmed %s but the target's checkpoint is %s: something else consumed or advanced the slot and the transactions in between were never applied; run decant drop and init again, then recopy the tables",
-			r.cfg.Slot, confirmed, start)
+		return &source.SlotAheadError{Slot: r.cfg.Slot, Confirmed: confirmed, Start: start}
 	}
 	q = fmt.Sprintf(`SELECT count(*) FROM pg_publication WHERE pubname = %s`, quoteLiteral(r.cfg.Publication))
 	return queryOne(ctx, conn, q, func(n string) error {
