@@ -150,4 +150,18 @@ func TestRouteDriverLog(t *testing.T) {
 	if component != "mysql-driver" {
 		t.Errorf("component = %q", component)
 	}
+
+	// The driver's own connections log with the file and line first.
+	driverLog{slog.New(rec)}.Print("packets.go:58 ", errors.New("unexpected EOF"))
+	r = rec.recs[1]
+	var at string
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "at" {
+			at = a.Value.String()
+		}
+		return true
+	})
+	if r.Message != "unexpected EOF" || at != "packets.go:58" {
+		t.Errorf("record: message %q at %q", r.Message, at)
+	}
 }

@@ -20,6 +20,14 @@ func RouteDriverLog(log *slog.Logger) {
 // driverLog adapts a *slog.Logger to the driver's Logger.
 type driverLog struct{ log *slog.Logger }
 
+// Print logs one driver message. The driver puts the file and line it
+// logs from first ("packets.go:58 unexpected EOF"); that becomes the
+// attribute "at".
 func (d driverLog) Print(v ...any) {
-	d.log.Warn(strings.TrimSpace(fmt.Sprint(v...)), "component", "mysql-driver")
+	msg := strings.TrimSpace(fmt.Sprint(v...))
+	attrs := []any{"component", "mysql-driver"}
+	if at, rest, ok := strings.Cut(msg, " "); ok && strings.Contains(at, ".go:") {
+		msg, attrs = rest, append(attrs, "at", at)
+	}
+	d.log.Warn(msg, attrs...)
 }

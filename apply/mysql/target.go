@@ -143,7 +143,7 @@ func (t *Target) fence(ctx context.Context) error {
 	}
 	list := "?" + strings.Repeat(", ?", len(ids)-1)
 	err := t.bound().Do(ctx, "ending the previous target session", func(ctx context.Context) error {
-		for {
+		for polls := 0; ; polls++ {
 			var running int
 			err := t.conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID IN ("+list+")", ids...).Scan(&running)
 			if err != nil {
@@ -158,7 +158,9 @@ func (t *Target) fence(ctx context.Context) error {
 					return fmt.Errorf("end the previous target session (id %d): %w", id, describe(err))
 				}
 			}
-			t.log.Info("waiting for the previous target session to end", "id", fmt.Sprint(t.gone))
+			if polls == 0 {
+				t.log.Info("ending the previous target session, which may still hold a transaction", "id", fmt.Sprint(t.gone))
+			}
 			select {
 			case <-ctx.Done():
 				return ctx.Err()

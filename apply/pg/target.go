@@ -133,7 +133,7 @@ func (t *Target) fence(ctx context.Context) error {
 		return nil
 	}
 	err := t.bound().Do(ctx, "ending the previous target session", func(ctx context.Context) error {
-		for {
+		for polls := 0; ; polls++ {
 			var running int
 			err := t.conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
 				WHERE pid = ANY($1) AND pid <> pg_backend_pid() AND usename = current_user`, t.gone).Scan(&running)
@@ -143,7 +143,9 @@ func (t *Target) fence(ctx context.Context) error {
 			if running == 0 {
 				return nil
 			}
-			t.log.Info("waiting for the previous target session to end", "pid", fmt.Sprint(t.gone))
+			if polls == 0 {
+				t.log.Info("ending the previous target session, which may still hold a transaction", "pid", fmt.Sprint(t.gone))
+			}
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
