@@ -67,7 +67,7 @@ func describe(err error) error {
 	}
 	var badName x509.HostnameError
 	if errors.As(err, &badName) {
-		return &targetError{msg: "the target's TLS certificate does not carry the host name decant connected to; connect by a name it carries or set tls-server-name in the target DSN (" + err.Error() + ")", err: err}
+		return &targetError{msg: "the target's TLS certificate is not valid for the name decant verifies (the DSN's host, or tls-server-name); connect by a name the certificate carries or set tls-server-name in the target DSN (" + err.Error() + ")", err: err}
 	}
 	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) {
 		return &targetError{msg: "lost the connection to the target: " + err.Error(), err: err, retryable: true}
