@@ -181,7 +181,7 @@ func TestQuietSource(t *testing.T) {
 	p.mustDecant("init")
 	a := p.start("--source-timeout", "2s", "--log-level", "debug")
 	waitApplied(t, p, p.mark(t, 0), a)
-	time.Sleep(7 * time.Second)
+	time.Sleep(5 * time.Second) // two and a half timeouts
 	out := a.stderr.String()
 	if strings.Contains(out, "no message from the source") || strings.Contains(out, "resuming from the checkpoint") {
 		t.Fatalf("decant gave up a healthy idle source:\n%s", out)
