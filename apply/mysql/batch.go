@@ -147,17 +147,19 @@ func (t *Target) exec(ctx context.Context, query string, args []any) (mysql.Resu
 		named[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
 	}
 	var res mysql.Result
-	err := t.conn.Raw(func(dc any) error {
-		ex, ok := dc.(driver.ExecerContext)
-		if !ok {
-			return errors.New("MySQL driver connection cannot execute")
-		}
-		r, err := ex.ExecContext(ctx, query, named)
-		if err != nil {
-			return err
-		}
-		res, _ = r.(mysql.Result)
-		return nil
+	err := t.bound().Do(ctx, "a batch of statements", func(ctx context.Context) error {
+		return t.conn.Raw(func(dc any) error {
+			ex, ok := dc.(driver.ExecerContext)
+			if !ok {
+				return errors.New("MySQL driver connection cannot execute")
+			}
+			r, err := ex.ExecContext(ctx, query, named)
+			if err != nil {
+				return err
+			}
+			res, _ = r.(mysql.Result)
+			return nil
+		})
 	})
 	if err == nil && res == nil {
 		err = errors.New("MySQL driver returned no per-statement result")

@@ -83,18 +83,28 @@ func (t *Target) runSchemaSteps(ctx context.Context, txn *source.Txn, d *source.
 		t.log.Warn("schema change: "+n, "table", table.String(), "commit", txn.Commit.String())
 	}
 	for _, s := range steps {
-		needed, err := t.needed(ctx, s.Check)
-		if err != nil {
-			return &apply.Error{Op: "ddl", Table: table, Xid: txn.Xid, Commit: txn.Commit, Err: err}
+		if err := t.bound().Do(ctx, "a schema change", func(ctx context.Context) error {
+			return t.schemaStep(ctx, txn, table, s)
+		}); err != nil {
+			return err
 		}
-		if !needed {
-			t.log.Info("schema step already done; skipped", "statement", apply.OneLine(s.SQL))
-			continue
-		}
-		if _, err := t.conn.ExecContext(ctx, s.SQL); err != nil {
-			return &apply.Error{Op: "ddl", Table: table, Xid: txn.Xid, Commit: txn.Commit,
-				Err: fmt.Errorf("%s: %w", apply.OneLine(s.SQL), describe(err))}
-		}
+	}
+	return nil
+}
+
+// schemaStep runs one step unless its precondition says it is done.
+func (t *Target) schemaStep(ctx context.Context, txn *source.Txn, table source.TableName, s mapping.SchemaStep) error {
+	needed, err := t.needed(ctx, s.Check)
+	if err != nil {
+		return &apply.Error{Op: "ddl", Table: table, Xid: txn.Xid, Commit: txn.Commit, Err: err}
+	}
+	if !needed {
+		t.log.Info("schema step already done; skipped", "statement", apply.OneLine(s.SQL))
+		return nil
+	}
+	if _, err := t.conn.ExecContext(ctx, s.SQL); err != nil {
+		return &apply.Error{Op: "ddl", Table: table, Xid: txn.Xid, Commit: txn.Commit,
+			Err: fmt.Errorf("%s: %w", apply.OneLine(s.SQL), describe(err))}
 	}
 	return nil
 }

@@ -2,11 +2,14 @@ package mysql
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/decant/decant/source"
 )
 
 // IsDSN reports whether dsn names a MySQL/MariaDB target: a mysql:// URL or
@@ -20,7 +23,9 @@ func IsDSN(dsn string) bool {
 // strict sql_mode, foreign key checks off while applying, client-side
 // interpolation by the driver (never by hand) so a batch is one round trip,
 // several statements per round trip, and UPDATE reporting matched rather
-// than changed rows. The target database is required.
+// than changed rows. The target database is required. TLS with a private
+// CA or a client certificate comes from decant's tls-* parameters (tls.go).
+// Connections dial with short TCP keepalives (source.Dialer).
 func ParseDSN(dsn string) (*mysql.Config, error) {
 	var cfg *mysql.Config
 	var err error
@@ -53,6 +58,19 @@ func ParseDSN(dsn string) (*mysql.Config, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
 	}
+	cfg.DialFunc = source.Dialer().DialContext
+	host, _, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		host = cfg.Addr
+	}
+	if cfg.TLSConfig == "true" && cfg.TLS != nil {
+		// For a mysql:// URL the driver parsed the query alone and took
+		// the name to verify from its default address: use the host's.
+		cfg.TLS.ServerName = host
+	}
+	if err := applyTLS(cfg, host); err != nil {
+		return nil, err
+	}
 	// Ask the server for its max_allowed_packet, so that a statement too
 	// large for it fails before it is sent, with a clear error.
 	cfg.MaxAllowedPacket = 0
@@ -76,9 +94,11 @@ func fromURL(dsn string) (*mysql.Config, error) {
 		cfg.Passwd, _ = u.User.Password()
 	}
 	cfg.DBName = strings.TrimPrefix(u.Path, "/")
-	// Driver parameters in the query string, e.g. ?tls=true&timeout=5s.
-	if q := u.RawQuery; q != "" {
-		parsed, err := mysql.ParseDSN("/?" + q)
+	// Driver parameters in the query string, e.g. ?tls=true&timeout=5s,
+	// re-encoded: the driver's parser ends the database name at the last
+	// "/", which may be in a value (tls-ca=/etc/ssl/ca.pem).
+	if q := u.Query(); len(q) > 0 {
+		parsed, err := mysql.ParseDSN("/?" + q.Encode())
 		if err != nil {
 			return nil, fmt.Errorf("invalid MySQL DSN parameters: %v", err)
 		}

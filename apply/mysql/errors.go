@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"crypto/x509"
 	"database/sql"
 	"database/sql/driver"
 	"errors"
@@ -60,6 +61,14 @@ func describe(err error) error {
 		// ErrSkip: the driver could not interpolate the statement, which
 		// for decant's arguments means it would exceed the packet limit.
 		return &targetError{msg: "a statement exceeds the target's max_allowed_packet; raise max_allowed_packet on the target", err: err}
+	}
+	var unknownCA x509.UnknownAuthorityError
+	if errors.As(err, &unknownCA) {
+		return &targetError{msg: "the target's TLS certificate is not signed by a CA decant trusts; give the CA's certificate as tls-ca=FILE in the target DSN (" + err.Error() + ")", err: err}
+	}
+	var badName x509.HostnameError
+	if errors.As(err, &badName) {
+		return &targetError{msg: "the target's TLS certificate is not valid for the name decant verifies (the DSN's host, or tls-server-name); connect by a name the certificate carries or set tls-server-name in the target DSN (" + err.Error() + ")", err: err}
 	}
 	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) {
 		return &targetError{msg: "lost the connection to the target: " + err.Error(), err: err, retryable: true}

@@ -132,7 +132,12 @@ func (t *Target) table(ctx context.Context, name source.TableName) (*Table, erro
 	if tt, ok := t.tables[name]; ok {
 		return tt, nil
 	}
-	tt, err := Inspect(ctx, t.conn, name)
+	var tt *Table
+	err := t.bound().Do(ctx, "reading the target catalog", func(ctx context.Context) error {
+		var err error
+		tt, err = Inspect(ctx, t.conn, name)
+		return err
+	})
 	if errors.Is(err, ErrNoTable) {
 		return nil, fmt.Errorf("%w; create it on the target (decant init --create-tables creates missing tables)", err)
 	}

@@ -102,17 +102,19 @@ func (t *Target) readCommitted(ctx context.Context) error {
 		return nil
 	}
 	t.readCommittedSet = true
-	var format string
-	if err := t.conn.QueryRowContext(ctx, "SELECT @@SESSION.binlog_format").Scan(&format); err != nil {
-		return describe(err)
-	}
-	if format == "STATEMENT" {
+	return t.bound().Do(ctx, "SET SESSION TRANSACTION ISOLATION LEVEL", func(ctx context.Context) error {
+		var format string
+		if err := t.conn.QueryRowContext(ctx, "SELECT @@SESSION.binlog_format").Scan(&format); err != nil {
+			return describe(err)
+		}
+		if format == "STATEMENT" {
+			return nil
+		}
+		if _, err := t.conn.ExecContext(ctx, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"); err != nil {
+			return describe(err)
+		}
 		return nil
-	}
-	if _, err := t.conn.ExecContext(ctx, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"); err != nil {
-		return describe(err)
-	}
-	return nil
+	})
 }
 
 // StreamAbort rolls back subtransaction sub of xid, or all of xid.
@@ -182,6 +184,7 @@ func (t *Target) closeStreams(ctx context.Context) {
 	for xid, s := range t.streams {
 		delete(t.streams, xid)
 		s.w.Close(ctx)
+		t.gone = append(t.gone, s.w.gone...) // fenced with the main session's
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -34,7 +35,12 @@ type Config struct {
 	// SkipUnsupportedDDL records and skips a schema change decant cannot
 	// translate instead of stopping (--on-unsupported-ddl skip).
 	SkipUnsupportedDDL bool
-	Logger             *slog.Logger
+	// Timeout bounds every round trip to the target (a batch, a COMMIT,
+	// a schema change, a catalog read): past it the connection is given
+	// up with a *source.TimeoutError, which the pipeline retries. 0: no
+	// bound.
+	Timeout time.Duration
+	Logger  *slog.Logger
 }
 
 // Limits on what one batch holds; the byte limit also stays below half the
@@ -52,8 +58,10 @@ type Target struct {
 
 	db        *sql.DB
 	conn      *sql.Conn
+	connID    int64 // the server's connection id (CONNECTION_ID())
 	maria     bool
 	maxPacket int
+	gone      []int64 // connection ids of sessions given up, until fence saw them end
 
 	tables map[source.TableName]*Table
 	plans  map[*source.Relation]*plan
@@ -88,7 +96,7 @@ func New(cfg Config) (*Target, error) {
 // Open connects if needed and reads the checkpoint.
 func (t *Target) Open(ctx context.Context) (checkpoint.Row, error) {
 	if t.conn != nil {
-		if err := t.conn.PingContext(ctx); err != nil {
+		if err := t.bound().Do(ctx, "ping", t.conn.PingContext); err != nil {
 			t.Close(ctx)
 		}
 	}
@@ -100,12 +108,70 @@ func (t *Target) Open(ctx context.Context) (checkpoint.Row, error) {
 	if err := t.Rollback(ctx); err != nil {
 		return checkpoint.Row{}, err
 	}
-	cp, err := checkpoint.MySQLRead(ctx, t.conn, t.cfg.Pipeline)
-	if err != nil {
-		return cp, err
+	if err := t.fence(ctx); err != nil {
+		return checkpoint.Row{}, err
 	}
-	t.schema, err = checkpoint.MySQLSchemaLoad(ctx, t.conn, t.cfg.Pipeline)
+	var cp checkpoint.Row
+	err := t.bound().Do(ctx, "reading the checkpoint", func(ctx context.Context) error {
+		var err error
+		if cp, err = checkpoint.MySQLRead(ctx, t.conn, t.cfg.Pipeline); err != nil {
+			return err
+		}
+		t.schema, err = checkpoint.MySQLSchemaLoad(ctx, t.conn, t.cfg.Pipeline)
+		return err
+	})
 	return cp, err
+}
+
+func (t *Target) bound() source.Bound {
+	return source.Bound{Peer: "target", Setting: "--target-timeout", Timeout: t.cfg.Timeout}
+}
+
+// fence makes sure that no session this writer gave up still runs. One
+// abandoned in the middle of a round trip (a stalled network, a COMMIT
+// waiting for a slow disk) may yet commit what it was sent, after the new
+// session read the older checkpoint: the replay would then apply those
+// transactions twice. Killing it and waiting until it is gone makes its
+// outcome final before the checkpoint is read.
+func (t *Target) fence(ctx context.Context) error {
+	if len(t.gone) == 0 {
+		return nil
+	}
+	ids := make([]any, len(t.gone))
+	for i, id := range t.gone {
+		ids[i] = id
+	}
+	list := "?" + strings.Repeat(", ?", len(ids)-1)
+	err := t.bound().Do(ctx, "ending the previous target session", func(ctx context.Context) error {
+		for polls := 0; ; polls++ {
+			var running int
+			err := t.conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID IN ("+list+")", ids...).Scan(&running)
+			if err != nil {
+				return fmt.Errorf("end the previous target session (id %v): %w", t.gone, describe(err))
+			}
+			if running == 0 {
+				return nil
+			}
+			for _, id := range t.gone {
+				var my *mysql.MySQLError
+				if _, err := t.conn.ExecContext(ctx, "KILL CONNECTION ?", id); err != nil && !(errors.As(err, &my) && my.Number == 1094) {
+					return fmt.Errorf("end the previous target session (id %d): %w", id, describe(err))
+				}
+			}
+			if polls == 0 {
+				t.log.Info("ending the previous target session, which may still hold a transaction", "id", fmt.Sprint(t.gone))
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	})
+	if err == nil {
+		t.gone = t.gone[:0]
+	}
+	return err
 }
 
 // connect opens the writer's session; nothing is learned about tables yet.
@@ -114,7 +180,7 @@ func (t *Target) connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t.db, t.conn, t.maria, t.maxPacket = s.DB, s.Conn, s.Maria, s.MaxPacket
+	t.db, t.conn, t.connID, t.maria, t.maxPacket = s.DB, s.Conn, s.ID, s.Maria, s.MaxPacket
 	t.readCommittedSet = false
 	t.forgetTables()
 	return nil
@@ -124,6 +190,7 @@ func (t *Target) connect(ctx context.Context) error {
 func (t *Target) Close(ctx context.Context) {
 	t.closeStreams(ctx)
 	if t.conn != nil {
+		t.gone = append(t.gone, t.connID)
 		t.conn.Close()
 		t.db.Close()
 	}
@@ -137,11 +204,14 @@ func (t *Target) Close(ctx context.Context) {
 type Session struct {
 	DB        *sql.DB
 	Conn      *sql.Conn
-	Maria     bool // MariaDB rather than MySQL
-	MaxPacket int  // max_allowed_packet
+	ID        int64 // CONNECTION_ID()
+	Maria     bool  // MariaDB rather than MySQL
+	MaxPacket int   // max_allowed_packet
 }
 
-// Connect opens a session with decant's settings.
+// Connect opens a session with decant's settings. The DSN's timeout (10 s
+// by default) bounds it all: the driver's own applies to the dial only,
+// and a server that accepts TCP but never greets would hang the handshake.
 func Connect(ctx context.Context, dsn string) (Session, error) {
 	cfg, err := ParseDSN(dsn)
 	if err != nil {
@@ -152,21 +222,31 @@ func Connect(ctx context.Context, dsn string) (Session, error) {
 		return Session{}, fmt.Errorf("target: %w", err)
 	}
 	db := sql.OpenDB(connector)
-	conn, err := db.Conn(ctx)
-	if err == nil {
-		err = conn.PingContext(ctx)
-	}
+	var s Session
+	connect := source.Bound{Peer: "target", Setting: "timeout= in the target DSN", Timeout: cfg.Timeout}
+	err = connect.Do(ctx, "connect", func(ctx context.Context) error {
+		conn, err := db.Conn(ctx)
+		if err == nil {
+			if err = conn.PingContext(ctx); err != nil {
+				conn.Close()
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("connect to target %s database %s: %w", cfg.Addr, cfg.DBName, describe(err))
+		}
+		s = Session{DB: db, Conn: conn}
+		var version string
+		if err := conn.QueryRowContext(ctx, `SELECT VERSION(), @@max_allowed_packet, CONNECTION_ID()`).Scan(&version, &s.MaxPacket, &s.ID); err != nil {
+			conn.Close()
+			return fmt.Errorf("read target version: %w", describe(err))
+		}
+		s.Maria = strings.Contains(strings.ToLower(version), "mariadb")
+		return nil
+	})
 	if err != nil {
 		db.Close()
-		return Session{}, fmt.Errorf("connect to target %s database %s: %w", cfg.Addr, cfg.DBName, describe(err))
+		return Session{}, err
 	}
-	s := Session{DB: db, Conn: conn}
-	var version string
-	if err := conn.QueryRowContext(ctx, `SELECT VERSION(), @@max_allowed_packet`).Scan(&version, &s.MaxPacket); err != nil {
-		s.close()
-		return Session{}, fmt.Errorf("read target version: %w", describe(err))
-	}
-	s.Maria = strings.Contains(strings.ToLower(version), "mariadb")
 	return s, nil
 }
 
@@ -398,10 +478,12 @@ func (t *Target) Commit(ctx context.Context, cp checkpoint.Row) (err error) {
 		return nil
 	}
 	t.inTx = false
-	if _, err := t.conn.ExecContext(ctx, "COMMIT"); err != nil {
-		return &apply.Error{Op: "commit", Xid: cp.Xid, Commit: cp.Commit, Err: describe(err)}
-	}
-	return nil
+	return t.bound().Do(ctx, "COMMIT", func(ctx context.Context) error {
+		if _, err := t.conn.ExecContext(ctx, "COMMIT"); err != nil {
+			return &apply.Error{Op: "commit", Xid: cp.Xid, Commit: cp.Commit, Err: describe(err)}
+		}
+		return nil
+	})
 }
 
 // Rollback abandons the open transaction and anything not yet sent.
@@ -413,7 +495,10 @@ func (t *Target) Rollback(ctx context.Context) error {
 		return nil
 	}
 	t.inTx = false
-	if _, err := t.conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+	if err := t.bound().Do(ctx, "ROLLBACK", func(ctx context.Context) error {
+		_, err := t.conn.ExecContext(ctx, "ROLLBACK")
+		return err
+	}); err != nil {
 		t.Close(ctx)
 		if connGone(err) {
 			// A statement interrupted by a cancelled context (a clean

@@ -145,5 +145,6 @@ func (t *Target) closeStreams(ctx context.Context) {
 	for xid, s := range t.streams {
 		delete(t.streams, xid)
 		s.w.Close(ctx)
+		t.gone = append(t.gone, s.w.gone...) // fenced with the main session's
 	}
 }

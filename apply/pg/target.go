@@ -31,7 +31,11 @@ type Config struct {
 	// SkipUnsupportedDDL records and skips a schema change decant cannot
 	// translate instead of stopping (--on-unsupported-ddl skip).
 	SkipUnsupportedDDL bool
-	Logger             *slog.Logger
+	// Timeout bounds every round trip to the target (a batch, a COPY, a
+	// COMMIT, a catalog read): past it the connection is given up with a
+	// *source.TimeoutError, which the pipeline retries. 0: no bound.
+	Timeout time.Duration
+	Logger  *slog.Logger
 }
 
 // Limits on what is buffered before a round trip.
@@ -60,6 +64,7 @@ type Target struct {
 	args  [][]byte // scratch parameter list, reused row after row
 
 	streams map[uint32]*stream // transactions streamed while in progress, by xid (stream.go)
+	gone    []int32            // backend pids of sessions given up, until fence saw them end
 }
 
 var _ apply.Target = (*Target)(nil)
@@ -99,12 +104,60 @@ func (t *Target) Open(ctx context.Context) (checkpoint.Row, error) {
 			return checkpoint.Row{}, err
 		}
 	}
-	cp, err := checkpoint.PGRead(ctx, t.conn, t.cfg.Pipeline)
-	if err != nil {
-		return cp, err
+	if err := t.fence(ctx); err != nil {
+		return checkpoint.Row{}, err
 	}
-	t.schema, err = checkpoint.PGSchemaLoad(ctx, t.conn, t.cfg.Pipeline)
+	var cp checkpoint.Row
+	err := t.bound().Do(ctx, "reading the checkpoint", func(ctx context.Context) error {
+		var err error
+		if cp, err = checkpoint.PGRead(ctx, t.conn, t.cfg.Pipeline); err != nil {
+			return err
+		}
+		t.schema, err = checkpoint.PGSchemaLoad(ctx, t.conn, t.cfg.Pipeline)
+		return err
+	})
 	return cp, err
+}
+
+func (t *Target) bound() source.Bound {
+	return source.Bound{Peer: "target", Setting: "--target-timeout", Timeout: t.cfg.Timeout}
+}
+
+// fence makes sure that no session this writer gave up still runs. One
+// abandoned in the middle of a round trip (a stalled network, a COMMIT
+// waiting for a slow disk) may yet commit what it was sent, after the new
+// session read the older checkpoint: the replay would then apply those
+// transactions twice. Terminating it and waiting until it is gone makes
+// its outcome final before the checkpoint is read.
+func (t *Target) fence(ctx context.Context) error {
+	if len(t.gone) == 0 {
+		return nil
+	}
+	err := t.bound().Do(ctx, "ending the previous target session", func(ctx context.Context) error {
+		for polls := 0; ; polls++ {
+			var running int
+			err := t.conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+				WHERE pid = ANY($1) AND pid <> pg_backend_pid() AND usename = current_user`, t.gone).Scan(&running)
+			if err != nil {
+				return fmt.Errorf("end the previous target session (pid %v): %w", t.gone, err)
+			}
+			if running == 0 {
+				return nil
+			}
+			if polls == 0 {
+				t.log.Info("ending the previous target session, which may still hold a transaction", "pid", fmt.Sprint(t.gone))
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	})
+	if err == nil {
+		t.gone = t.gone[:0]
+	}
+	return err
 }
 
 // connect opens the writer's session: decant's settings, nothing learned
@@ -116,7 +169,10 @@ func (t *Target) connect(ctx context.Context) error {
 	}
 	// Like PostgreSQL's apply worker: ordinary triggers and foreign key
 	// checks do not fire for replicated rows.
-	if _, err := conn.Exec(ctx, "SET session_replication_role = replica"); err != nil {
+	if err := t.bound().Do(ctx, "SET session_replication_role", func(ctx context.Context) error {
+		_, err := conn.Exec(ctx, "SET session_replication_role = replica")
+		return err
+	}); err != nil {
 		conn.Close(ctx)
 		return fmt.Errorf("target: set session_replication_role = replica (the target user must be a superuser): %w", err)
 	}
@@ -131,6 +187,7 @@ func (t *Target) connect(ctx context.Context) error {
 func (t *Target) Close(ctx context.Context) {
 	t.closeStreams(ctx)
 	if t.conn != nil {
+		t.gone = append(t.gone, int32(t.conn.PgConn().PID()))
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
 		t.conn.Close(cctx)
 		cancel()
@@ -301,10 +358,13 @@ func (t *Target) endRun(ctx context.Context) error {
 	if err := t.flush(ctx); err != nil {
 		return err
 	}
-	tag, err := t.conn.PgConn().CopyFrom(ctx, bytes.NewReader(r.buf), r.plan.copySQL)
-	if err == nil && tag.RowsAffected() != int64(r.n) {
-		err = fmt.Errorf("COPY wrote %d rows, expected %d", tag.RowsAffected(), r.n)
-	}
+	err := t.bound().Do(ctx, "COPY", func(ctx context.Context) error {
+		tag, err := t.conn.PgConn().CopyFrom(ctx, bytes.NewReader(r.buf), r.plan.copySQL)
+		if err == nil && tag.RowsAffected() != int64(r.n) {
+			err = fmt.Errorf("COPY wrote %d rows, expected %d", tag.RowsAffected(), r.n)
+		}
+		return err
+	})
 	if err != nil {
 		return &apply.Error{Op: "insert", Table: r.plan.Target, Xid: r.txn.Xid, Commit: r.txn.Commit, Err: describe(err)}
 	}
@@ -317,6 +377,10 @@ func (t *Target) flush(ctx context.Context) error {
 		return nil
 	}
 	defer t.batch.reset()
+	return t.bound().Do(ctx, "a batch of statements", t.sendBatch)
+}
+
+func (t *Target) sendBatch(ctx context.Context) error {
 	mrr := t.conn.PgConn().ExecBatch(ctx, &t.batch.b)
 	var failed error
 	i := 0 // results come in statement order; a failing one ends them
@@ -366,15 +430,17 @@ func (t *Target) Commit(ctx context.Context, cp checkpoint.Row) error {
 	if !t.inTx {
 		return nil
 	}
-	tag, err := t.conn.PgConn().Exec(ctx, "COMMIT").ReadAll()
 	t.inTx = false
-	if err == nil && (len(tag) != 1 || tag[0].CommandTag.String() != "COMMIT") {
-		err = errors.New("the target rolled the transaction back")
-	}
-	if err != nil {
-		return &apply.Error{Op: "commit", Xid: cp.Xid, Commit: cp.Commit, Err: describe(err)}
-	}
-	return nil
+	return t.bound().Do(ctx, "COMMIT", func(ctx context.Context) error {
+		tag, err := t.conn.PgConn().Exec(ctx, "COMMIT").ReadAll()
+		if err == nil && (len(tag) != 1 || tag[0].CommandTag.String() != "COMMIT") {
+			err = errors.New("the target rolled the transaction back")
+		}
+		if err != nil {
+			return &apply.Error{Op: "commit", Xid: cp.Xid, Commit: cp.Commit, Err: describe(err)}
+		}
+		return nil
+	})
 }
 
 // Rollback abandons the open transaction and anything not yet sent.
@@ -393,7 +459,10 @@ func (t *Target) Rollback(ctx context.Context) error {
 		t.Close(ctx)
 		return nil
 	}
-	if _, err := t.conn.PgConn().Exec(ctx, "ROLLBACK").ReadAll(); err != nil {
+	if err := t.bound().Do(ctx, "ROLLBACK", func(ctx context.Context) error {
+		_, err := t.conn.PgConn().Exec(ctx, "ROLLBACK").ReadAll()
+		return err
+	}); err != nil {
 		t.Close(ctx)
 		return fmt.Errorf("target rollback: %w", err)
 	}
@@ -407,8 +476,11 @@ func (t *Target) prepare(ctx context.Context, sql string) (string, error) {
 		return name, nil
 	}
 	name := fmt.Sprintf("decant_%d", len(t.stmts)+1)
-	if _, err := t.conn.PgConn().Prepare(ctx, name, sql, nil); err != nil {
-		return "", describe(err)
+	if err := t.bound().Do(ctx, "PREPARE", func(ctx context.Context) error {
+		_, err := t.conn.PgConn().Prepare(ctx, name, sql, nil)
+		return describe(err)
+	}); err != nil {
+		return "", err
 	}
 	t.stmts[sql] = name
 	return name, nil
@@ -519,7 +591,12 @@ func (t *Target) table(ctx context.Context, name source.TableName) (*mapping.Tar
 	if tt, ok := t.tables[name]; ok {
 		return tt, nil
 	}
-	tt, err := Inspect(ctx, t.conn, name)
+	var tt *mapping.TargetTable
+	err := t.bound().Do(ctx, "reading the target catalog", func(ctx context.Context) error {
+		var err error
+		tt, err = Inspect(ctx, t.conn, name)
+		return err
+	})
 	if errors.Is(err, ErrNoTable) {
 		return nil, fmt.Errorf("%w; create it on the target (decant init lists missing tables)", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
@@ -48,6 +49,12 @@ type config struct {
 	// StreamApply is how in-progress transactions streamed by a
 	// PostgreSQL source are applied: spool (at commit) or immediate.
 	StreamApply string `yaml:"stream_apply"`
+	// SourceTimeout is the longest silence run accepts on the replication
+	// stream, TargetTimeout the longest one round trip to the target may
+	// take; past either the connection is given up and the pipeline
+	// resumes from the checkpoint. "0" turns the bound off.
+	SourceTimeout string `yaml:"source_timeout"`
+	TargetTimeout string `yaml:"target_timeout"`
 
 	// SourceKind is postgres, gaussdb or opengauss; by default from the
 	// DSN's scheme. SourceOptions are GaussDB decoding options.
@@ -60,6 +67,8 @@ type config struct {
 	columns map[source.TableName]mapping.ColumnRules
 	policy  mapping.Policy
 	memory  int // MaxTxnMemory in bytes
+
+	sourceTimeout, targetTimeout time.Duration
 }
 
 // sourceSpec is the source in the config file: a DSN string, or a
@@ -153,6 +162,13 @@ func addStreamFlags(cmd *cobra.Command, f *flags) {
 	fs.StringVar(&f.values.StreamApply, "stream-apply", "", "in-progress transactions streamed by PostgreSQL: spool (apply at commit) or immediate (apply as they arrive, in an open target transaction) (default spool)")
 }
 
+// addTimeoutFlags adds the bounds on a silent peer (run).
+func addTimeoutFlags(cmd *cobra.Command, f *flags) {
+	fs := cmd.Flags()
+	fs.StringVar(&f.values.SourceTimeout, "source-timeout", "", "give up the replication connection after this long without a message from the source, not even a keepalive (decant asks for one halfway), and resume from the checkpoint; 0 turns it off (default 60s)")
+	fs.StringVar(&f.values.TargetTimeout, "target-timeout", "", "give up the target connection when one round trip (a batch, a COPY, a COMMIT, a schema change) takes longer, and resume from the checkpoint; must exceed the longest statement the target runs; 0 turns it off (default 5m)")
+}
+
 type tableFlag tableList
 
 func (t *tableFlag) String() string     { return string(*t) }
@@ -216,6 +232,10 @@ func (f *flags) load(cmd *cobra.Command) (config, error) {
 		set("max-txn-memory", &c.MaxTxnMemory, f.values.MaxTxnMemory)
 		set("spill-dir", &c.SpillDir, f.values.SpillDir)
 		set("stream-apply", &c.StreamApply, f.values.StreamApply)
+	}
+	if fs.Lookup("source-timeout") != nil {
+		set("source-timeout", &c.SourceTimeout, f.values.SourceTimeout)
+		set("target-timeout", &c.TargetTimeout, f.values.TargetTimeout)
 	}
 	if fs.Lookup("map") != nil && fs.Changed("map") {
 		c.Map = f.values.Map
@@ -321,7 +341,42 @@ func (c *config) validate() error {
 	default:
 		return usagef("invalid --stream-apply %q: use spool or immediate", c.StreamApply)
 	}
+	if c.sourceTimeout, err = parseTimeout("source-timeout", c.SourceTimeout, defaultSourceTimeout); err != nil {
+		return err
+	}
+	if c.targetTimeout, err = parseTimeout("target-timeout", c.TargetTimeout, defaultTargetTimeout); err != nil {
+		return err
+	}
 	return nil
+}
+
+// The default bounds on a silent peer. 60 s of silence on the replication
+// stream is PostgreSQL's own wal_receiver_timeout: a healthy walsender,
+// even one busy decoding a large transaction it filters out, talks more
+// often, and asked for a keepalive it answers at once. A target round
+// trip carries at most a batch of 1000 statements or 4 MiB (a COPY chunk,
+// a COMMIT): seconds even on a loaded server, so 5 min only catches a
+// target that stopped answering, and leaves room for a large replicated
+// DELETE or a schema change; raise it for schema changes that rewrite big
+// tables.
+const (
+	defaultSourceTimeout = 60 * time.Second
+	defaultTargetTimeout = 5 * time.Minute
+)
+
+// parseTimeout reads a duration flag; "" is the default, "0" no bound.
+func parseTimeout(flag, s string, def time.Duration) (time.Duration, error) {
+	if s == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(s)
+	if s == "0" {
+		d, err = 0, nil
+	}
+	if err != nil || d < 0 {
+		return 0, usagef("invalid --%s %q: give a duration like 30s or 5m, or 0 for no limit", flag, s)
+	}
+	return d, nil
 }
 
 // parseBytes reads a size: a number with an optional unit B, KiB, MiB,

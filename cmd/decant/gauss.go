@@ -24,7 +24,7 @@ func gaussReader(c config, log *slog.Logger) (apply.Source, error) {
 		return nil, usagef("--stream-apply is for PostgreSQL sources, which stream transactions in progress; GaussDB sends each transaction whole")
 	}
 	return gauss.NewReader(gauss.Config{DSN: c.Source, Slot: c.Pipeline, Options: c.gauss, Tables: c.filter, Logger: log,
-		MaxTxnMemory: c.memory, SpoolDir: c.SpillDir,
+		MaxTxnMemory: c.memory, SpoolDir: c.SpillDir, Timeout: c.sourceTimeout,
 		Schema: func(ctx context.Context) (map[uint32]*source.TableDef, error) {
 			tgt, err := openAdmin(ctx, c)
 			if err != nil {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/decant/decant/apply/mysql"
 	"github.com/decant/decant/source"
 )
 
@@ -88,8 +89,13 @@ func logger(c config) *slog.Logger {
 		level = slog.LevelError
 	}
 	opts := &slog.HandlerOptions{Level: level}
+	var log *slog.Logger
 	if c.LogJSON {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+		log = slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	} else {
+		log = slog.New(slog.NewTextHandler(os.Stderr, opts))
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	// The MySQL driver's logger is global: route it once, here.
+	mysql.RouteDriverLog(log)
+	return log
 }

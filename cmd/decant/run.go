@@ -36,6 +36,7 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 	addFlags(cmd, &f, true) // GaussDB sources decode --tables (white-table-list); PostgreSQL ones keep it in the publication
 	addMappingFlags(cmd, &f)
 	addStreamFlags(cmd, &f)
+	addTimeoutFlags(cmd, &f)
 	cmd.Flags().BoolVar(&catchUp, "catch-up", false, "exit 0 once everything committed on the source before the start is applied")
 	cmd.Flags().DurationVar(&slotWait, "slot-wait", 60*time.Second, "how long to keep retrying while the slot is held by another session before giving up")
 	return cmd
@@ -57,6 +58,7 @@ func runPipeline(ctx context.Context, c config, catchUp bool, slotWait time.Dura
 			DSN: c.Source, Slot: c.Pipeline, Publication: c.Pipeline, Pipeline: c.Pipeline, Logger: log,
 			DescribeTypes: c.mysqlTarget(),
 			MaxTxnMemory:  c.memory, SpillDir: c.SpillDir, StreamApply: c.StreamApply,
+			Timeout: c.sourceTimeout,
 		})
 	}
 	if err != nil {

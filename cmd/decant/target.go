@@ -42,12 +42,12 @@ func (c *config) router() *mapping.Router { return mapping.NewRouter(c.rules, c.
 
 func (c *config) pgConfig(log *slog.Logger) pg.Config {
 	return pg.Config{DSN: c.Target, Pipeline: c.Pipeline, Router: c.router(), Columns: c.columns,
-		SkipUnsupportedDDL: c.OnUnsupportedDDL == "skip", Logger: log}
+		SkipUnsupportedDDL: c.OnUnsupportedDDL == "skip", Timeout: c.targetTimeout, Logger: log}
 }
 
 func (c *config) mysqlConfig(log *slog.Logger) mysql.Config {
 	return mysql.Config{DSN: c.Target, Pipeline: c.Pipeline, Router: c.router(), Columns: c.columns, Policy: c.policy,
-		SkipUnsupportedDDL: c.OnUnsupportedDDL == "skip", Logger: log}
+		SkipUnsupportedDDL: c.OnUnsupportedDDL == "skip", Timeout: c.targetTimeout, Logger: log}
 }
 
 // openAdmin connects to the target for setup work.

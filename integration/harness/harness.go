@@ -58,9 +58,13 @@ func PostgresT(t testing.TB, opts PostgresOptions) *Postgres {
 }
 
 // MariaDBT starts a MariaDB for a test and removes it when the test ends.
-func MariaDBT(t testing.TB) *MariaDB {
+func MariaDBT(t testing.TB, opts ...MariaDBOptions) *MariaDB {
 	t.Helper()
-	m, err := StartMariaDB(t.Context())
+	var o MariaDBOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	m, err := StartMariaDBWith(t.Context(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 type MariaDB struct {
 	Dir  string // data directory; also holds s.sock, pid and err.log
 	Port int
+	TLS  *TLSFiles // with MariaDBOptions.TLS: the server's certificates, its CA and a client's
 
 	root string // temp dir holding data/
 	bins map[string]string
@@ -29,8 +30,20 @@ type MariaDB struct {
 
 var reapMariaDB sync.Once
 
+// MariaDBOptions configures StartMariaDBWith.
+type MariaDBOptions struct {
+	// TLS makes a CA and certificates (TLSFiles) and starts the server
+	// with --ssl-ca, --ssl-cert and --ssl-key.
+	TLS bool
+}
+
 // StartMariaDB creates an instance from the cached template and starts it.
 func StartMariaDB(ctx context.Context) (*MariaDB, error) {
+	return StartMariaDBWith(ctx, MariaDBOptions{})
+}
+
+// StartMariaDBWith is StartMariaDB with options.
+func StartMariaDBWith(ctx context.Context, opts MariaDBOptions) (*MariaDB, error) {
 	bins, err := mariaDBBins()
 	if err != nil {
 		return nil, err
@@ -48,6 +61,12 @@ func StartMariaDB(ctx context.Context) (*MariaDB, error) {
 	if err := copyTree(tmpl, m.Dir); err != nil {
 		m.Remove()
 		return nil, err
+	}
+	if opts.TLS {
+		if m.TLS, err = makeTLS(filepath.Join(root, "tls"), "mysql"); err != nil {
+			m.Remove()
+			return nil, err
+		}
 	}
 	// FreePort's port may be taken before the server binds it; retry then.
 	for attempt := 1; ; attempt++ {
@@ -139,6 +158,9 @@ func (m *MariaDB) Start(ctx context.Context) error {
 		"--collation-server=utf8mb4_bin", "--local-infile=1", "--skip-log-bin",
 		"--innodb-buffer-pool-size=128M", "--innodb-log-file-size=48M", "--max-connections=200",
 		"--log-error="+m.logFile())
+	if m.TLS != nil {
+		cmd.Args = append(cmd.Args, "--ssl-ca="+m.TLS.CA, "--ssl-cert="+m.TLS.ServerCert, "--ssl-key="+m.TLS.ServerKey)
+	}
 	cmd.Dir = m.root
 	// Own process group: ^C in the terminal does not reach the server, and a
 	// hung server can be killed with its helpers.

@@ -20,6 +20,7 @@ const pgBin = "/usr/lib/postgresql/15/bin/"
 type Postgres struct {
 	Dir  string // data directory
 	Port int
+	TLS  *TLSFiles // with PostgresOptions.TLS: the server's certificates, its CA and a client's
 
 	root    string // temp dir holding data/, sock/ and postgres.log
 	mu      sync.Mutex
@@ -33,6 +34,9 @@ type PostgresOptions struct {
 	// template. Copies share the template's system identifier; a fresh
 	// cluster has its own, as two real servers do.
 	Fresh bool
+	// TLS makes a CA and certificates (TLSFiles) and turns ssl on with
+	// them; clients may still connect without TLS.
+	TLS bool
 }
 
 var reapPostgres sync.Once
@@ -59,6 +63,17 @@ func StartPostgres(ctx context.Context, opts PostgresOptions) (*Postgres, error)
 	if err := p.setup(tmpl); err != nil {
 		p.Remove()
 		return nil, err
+	}
+	if opts.TLS {
+		if p.TLS, err = makeTLS(filepath.Join(root, "tls"), "postgres"); err != nil {
+			p.Remove()
+			return nil, err
+		}
+		settings := map[string]string{"ssl": "on", "ssl_cert_file": p.TLS.ServerCert, "ssl_key_file": p.TLS.ServerKey, "ssl_ca_file": p.TLS.CA}
+		for k, v := range opts.Settings {
+			settings[k] = v
+		}
+		opts.Settings = settings
 	}
 	// FreePort's port may be taken before the server binds it; retry then.
 	for attempt := 1; ; attempt++ {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/decant/decant/source"
 )
 
 // ConnConfig is how to reach a GaussDB/openGauss server.
@@ -181,8 +183,7 @@ func Connect(ctx context.Context, cfg ConnConfig) (*pgconn.PgConn, error) {
 		ctx, cancel = context.WithTimeout(ctx, cfg.ConnectTimeout)
 		defer cancel()
 	}
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	nc, err := source.Dialer().DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return fail(err)
 	}

@@ -41,15 +41,19 @@ func parseKeepalive(b []byte) (keepalive, error) {
 // statusUpdate encodes the 65-byte 'r': receive, write, flush, apply and
 // applyRead all set to pos (the position the target has durably applied:
 // an LSN, or a CSN on CSN-ordered slots), peer role and state 0, the send
-// time in microseconds since 2000, no reply requested, no flags. Only
-// flush advances the slot.
-func statusUpdate(pos uint64, now time.Time) []byte {
+// time in microseconds since 2000, replyRequested when reply is set (the
+// server then answers with a keepalive at once), no flags. Only flush
+// advances the slot.
+func statusUpdate(pos uint64, now time.Time, reply bool) []byte {
 	b := make([]byte, 65)
 	b[0] = 'r'
 	for _, off := range []int{1, 9, 17, 25, 33} {
 		binary.LittleEndian.PutUint64(b[off:], pos)
 	}
 	binary.LittleEndian.PutUint64(b[49:], uint64(now.Sub(pgEpoch).Microseconds()))
+	if reply {
+		b[57] = 1
+	}
 	return b
 }
 

@@ -58,9 +58,15 @@ func TestStatusUpdate(t *testing.T) {
 0020  00 68 5e fe 0c 00 00 00 00 00 00 00 00 00 00 00  |.h^.............|
 0030  00 40 33 1e 38 29 e7 02 00 00 00 00 00 00 00 00  |.@3.8)..........|
 0040  00                                               |.|`)
-	got := statusUpdate(0xCFE5E68, time.Date(2025, 11, 22, 8, 9, 34, 600000000, time.UTC))
+	got := statusUpdate(0xCFE5E68, time.Date(2025, 11, 22, 8, 9, 34, 600000000, time.UTC), false)
 	if !bytes.Equal(got, want) {
 		t.Errorf("status update:\n got %x\nwant %x", got, want)
+	}
+	// Asking for a keepalive sets replyRequested (offset 57) and nothing else.
+	want[57] = 1
+	got = statusUpdate(0xCFE5E68, time.Date(2025, 11, 22, 8, 9, 34, 600000000, time.UTC), true)
+	if !bytes.Equal(got, want) {
+		t.Errorf("status update asking for a reply:\n got %x\nwant %x", got, want)
 	}
 }
 

@@ -40,7 +40,12 @@ type Config struct {
 	// (gs_add_logical_decoding_position_xlog) to move the checkpoint
 	// forward; 10 s when zero.
 	PositionInterval time.Duration
-	Logger           *slog.Logger
+	// Timeout is the longest the replication stream may stay silent (not
+	// even a keepalive, after asking for one halfway) before the reader
+	// gives the connection up with a *source.TimeoutError; it also bounds
+	// setting the stream up and each other round trip. 0: no limit.
+	Timeout time.Duration
+	Logger  *slog.Logger
 }
 
 // Reader streams committed transactions from a GaussDB/openGauss slot.
@@ -83,13 +88,21 @@ func (r *Reader) Format() Format {
 }
 
 // Identify connects once and reports the server's identity and log end.
-func (r *Reader) Identify(ctx context.Context) (source.Server, error) {
-	conn, err := Connect(ctx, r.conn)
-	if err != nil {
-		return source.Server{}, err
-	}
-	defer closeConn(ctx, conn)
-	return identify(ctx, conn)
+func (r *Reader) Identify(ctx context.Context) (srv source.Server, err error) {
+	err = r.bound().Do(ctx, "identifying the source", func(ctx context.Context) error {
+		conn, err := Connect(ctx, r.conn)
+		if err != nil {
+			return err
+		}
+		defer closeConn(ctx, conn)
+		srv, err = identify(ctx, conn)
+		return err
+	})
+	return srv, err
+}
+
+func (r *Reader) bound() source.Bound {
+	return source.Bound{Peer: "source", Setting: "--source-timeout", Timeout: r.cfg.Timeout}
 }
 
 func identify(ctx context.Context, conn *pgconn.PgConn) (source.Server, error) {
@@ -172,7 +185,12 @@ func orderName(csn bool) string {
 
 // Stream connects, starts replication from the checkpoint and delivers
 // chunks until ctx ends or the connection fails.
-func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<- source.Chunk) error {
+func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<- source.Chunk) (err error) {
+	// Setting up, up to the start of the stream, gets Timeout in all;
+	// after that the silence rule of run applies.
+	ctx, setup := r.bound().Watch(ctx, "setting up the replication stream")
+	defer setup.Release()
+	defer func() { err = setup.Explain(err) }()
 	if err := source.RemoveSpills(r.cfg.SpoolDir, spillPrefix(r.cfg.Slot)); err != nil {
 		return err
 	}
@@ -198,6 +216,7 @@ func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<
 	if err := startReplication(ctx, conn, r.cfg.Slot, start, r.cfg.Options.StartReplicationArgs()); err != nil {
 		return err
 	}
+	setup.Disarm()
 	r.log.Info("streaming", "slot", r.cfg.Slot, "from", start.String(), "format", r.Format().String())
 	s := newStream(r, conn, req, out)
 	defer s.close(ctx)

@@ -75,6 +75,10 @@ func (s *stream) run(ctx context.Context) error {
 			return err
 		}
 	}
+	// A silence longer than Timeout (no data, no keepalive, even after
+	// asking for one) means the server or the network in between is hung.
+	quiet := source.Silence{Limit: s.r.cfg.Timeout}
+	quiet.Heard(time.Now())
 	for {
 		if err := s.maybeReport(false); err != nil {
 			return err
@@ -93,6 +97,9 @@ func (s *stream) run(ctx context.Context) error {
 				return ctx.Err()
 			}
 			if pgconn.Timeout(err) {
+				if err := s.silent(&quiet); err != nil {
+					return err
+				}
 				continue
 			}
 			return fmt.Errorf("receive from source: %w", err)
@@ -109,7 +116,26 @@ func (s *stream) run(ctx context.Context) error {
 		case *pgproto3.CopyDone, *pgproto3.CommandComplete:
 			return errors.New("source ended the replication stream")
 		}
+		// After handling it: time spent waiting for the applier is not
+		// the source's silence.
+		quiet.Heard(time.Now())
 	}
+}
+
+// silent handles a wait that brought no message: halfway through a
+// silence it asks the server for a keepalive, at the limit it gives the
+// connection up.
+func (s *stream) silent(quiet *source.Silence) error {
+	ask, expired := quiet.Check(time.Now())
+	if expired {
+		s.r.log.Warn(fmt.Sprintf("no message from the source for %s; reconnecting", quiet.Limit), "slot", s.r.cfg.Slot)
+		return &source.TimeoutError{Peer: "source", Op: "the replication stream", Timeout: quiet.Limit, Setting: "--source-timeout"}
+	}
+	if ask {
+		s.r.log.Debug("source silent; asking for a keepalive", "slot", s.r.cfg.Slot)
+		return s.status(true)
+	}
+	return nil
 }
 
 func (s *stream) copyData(ctx context.Context, data []byte) error {
@@ -347,9 +373,13 @@ func (s *stream) maybeReport(force bool) error {
 
 // report sends the status update: every position field is the last
 // position committed on the target, never a received one.
-func (s *stream) report() error {
+func (s *stream) report() error { return s.status(false) }
+
+// status sends the status update, asking for an immediate keepalive when
+// reply is set.
+func (s *stream) status(reply bool) error {
 	pos := s.acked()
-	if err := s.conn.Frontend().SendUnbufferedEncodedCopyData(copyData(statusUpdate(pos, time.Now()))); err != nil {
+	if err := s.conn.Frontend().SendUnbufferedEncodedCopyData(copyData(statusUpdate(pos, time.Now(), reply))); err != nil {
 		return fmt.Errorf("send status update: %w", err)
 	}
 	s.reported, s.sentAt = pos, time.Now()
@@ -375,10 +405,12 @@ func (s *stream) maybeAskPosition(ctx context.Context) error {
 		}
 		s.sql = conn
 	}
-	if _, err := s.sql.Exec(ctx, "SELECT gs_add_logical_decoding_position_xlog()").ReadAll(); err != nil {
-		return fmt.Errorf("ask the source for a decode position: %w", err)
-	}
-	return nil
+	return s.r.bound().Do(ctx, "asking the source for a decode position", func(ctx context.Context) error {
+		if _, err := s.sql.Exec(ctx, "SELECT gs_add_logical_decoding_position_xlog()").ReadAll(); err != nil {
+			return fmt.Errorf("ask the source for a decode position: %w", err)
+		}
+		return nil
+	})
 }
 
 // copyData frames a client message as CopyData.

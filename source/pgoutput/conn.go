@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/decant/decant/source"
 )
 
 // SessionParams are the settings decant gives every source and target
@@ -25,7 +27,8 @@ var SessionParams = map[string]string{
 
 // ParseDSN parses a postgres:// URL (or key=value string) into a pgconn
 // config with decant's session settings. It gives a connect timeout of 10 s
-// when the DSN names none, so an unreachable host fails promptly.
+// when the DSN names none, so an unreachable host fails promptly, and dials
+// with short TCP keepalives (source.Dialer).
 func ParseDSN(dsn string) (*pgconn.Config, error) {
 	if dsn == "" {
 		return nil, fmt.Errorf("empty DSN: want postgres://user:password@host:port/database")
@@ -47,6 +50,8 @@ func ParseDSN(dsn string) (*pgconn.Config, error) {
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = 10 * time.Second
 	}
+	// ConnectTimeout bounds the whole connect, dial included.
+	cfg.DialFunc = source.Dialer().DialContext
 	return cfg, nil
 }
 

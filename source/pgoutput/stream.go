@@ -42,7 +42,13 @@ type Config struct {
 	// NoTwoPhase leaves two-phase decoding off: prepared transactions then
 	// arrive whole at COMMIT PREPARED.
 	NoTwoPhase bool
-	Logger     *slog.Logger
+	// Timeout is the longest the replication stream may stay silent, not
+	// even a keepalive, before the reader gives the connection up with a
+	// *source.TimeoutError (transient: the pipeline resumes from the
+	// checkpoint). Halfway through a silence the reader asks the server
+	// for a keepalive. It also bounds setting the stream up. 0: no limit.
+	Timeout time.Duration
+	Logger  *slog.Logger
 }
 
 // Validate checks the configuration without connecting.
@@ -85,13 +91,17 @@ func NewReader(cfg Config) (*Reader, error) {
 }
 
 // Identify connects once and reports the server's identity and log end.
-func (r *Reader) Identify(ctx context.Context) (source.Server, error) {
-	conn, err := connectReplication(ctx, r.cfg.DSN)
-	if err != nil {
-		return source.Server{}, err
-	}
-	defer closeConn(ctx, conn)
-	return identify(ctx, conn)
+func (r *Reader) Identify(ctx context.Context) (srv source.Server, err error) {
+	err = r.bound().Do(ctx, "identifying the source", func(ctx context.Context) error {
+		conn, err := connectReplication(ctx, r.cfg.DSN)
+		if err != nil {
+			return err
+		}
+		defer closeConn(ctx, conn)
+		srv, err = identify(ctx, conn)
+		return err
+	})
+	return srv, err
 }
 
 func identify(ctx context.Context, conn *pgconn.PgConn) (source.Server, error) {
@@ -119,7 +129,12 @@ func identify(ctx context.Context, conn *pgconn.PgConn) (source.Server, error) {
 // Changes are handed over in chunks of at most chunkChanges changes or
 // chunkBytes bytes, so memory does not grow with transaction size: the
 // channel's capacity bounds what is buffered.
-func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<- source.Chunk) error {
+func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<- source.Chunk) (err error) {
+	// Setting up, up to START_REPLICATION, gets Timeout in all; after
+	// that the silence rule of run applies.
+	ctx, setup := r.bound().Watch(ctx, "setting up the replication stream")
+	defer setup.Release()
+	defer func() { err = setup.Explain(err) }()
 	conn, err := connectReplication(ctx, r.cfg.DSN)
 	if err != nil {
 		return err
@@ -156,6 +171,7 @@ func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<
 		pglogrepl.StartReplicationOptions{PluginArgs: args}); err != nil {
 		return fmt.Errorf("start replication from slot %s at %s: %w", r.cfg.Slot, req.Start, err)
 	}
+	setup.Disarm()
 	r.log.Info("streaming", "slot", r.cfg.Slot, "from", req.Start.String(), "protocol", proto)
 
 	s := &stream{
@@ -172,6 +188,10 @@ func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<
 	defer s.asm.close()
 	defer s.closeCatalog(ctx)
 	return s.run(ctx)
+}
+
+func (r *Reader) bound() source.Bound {
+	return source.Bound{Peer: "source", Setting: "--source-timeout", Timeout: r.cfg.Timeout}
 }
 
 // protocol picks the newest pgoutput protocol decant speaks that the
@@ -266,7 +286,9 @@ func (s *stream) describe(ctx context.Context, rel *source.Relation) error {
 		}
 		s.catalog = conn
 	}
-	return describeUserTypes(ctx, s.catalog, rel)
+	return s.r.bound().Do(ctx, "reading column types from the source catalog", func(ctx context.Context) error {
+		return describeUserTypes(ctx, s.catalog, rel)
+	})
 }
 
 // describeDDL sets Info on the user-defined column types of the tables a
@@ -298,7 +320,13 @@ func (s *stream) closeCatalog(ctx context.Context) {
 	}
 }
 
+// run receives until ctx ends or the stream fails. A silence longer than
+// Timeout (no data, no keepalive, even after asking for one) ends it with
+// a *source.TimeoutError: the server or the network in between is hung,
+// and only a new connection can tell.
 func (s *stream) run(ctx context.Context) error {
+	quiet := source.Silence{Limit: s.r.cfg.Timeout}
+	quiet.Heard(time.Now())
 	for {
 		if err := s.maybeReport(ctx, false); err != nil {
 			return err
@@ -313,6 +341,9 @@ func (s *stream) run(ctx context.Context) error {
 				return ctx.Err()
 			}
 			if pgconn.Timeout(err) {
+				if err := s.silent(ctx, &quiet); err != nil {
+					return err
+				}
 				continue
 			}
 			return fmt.Errorf("receive from source: %w", err)
@@ -327,7 +358,26 @@ func (s *stream) run(ctx context.Context) error {
 		case *pgproto3.CopyDone:
 			return errors.New("source ended the replication stream")
 		}
+		// After handling it: time spent waiting for the applier is not
+		// the source's silence.
+		quiet.Heard(time.Now())
 	}
+}
+
+// silent handles a wait that brought no message: halfway through a
+// silence it asks the server for a keepalive (a healthy idle walsender
+// answers at once), at the limit it gives the connection up.
+func (s *stream) silent(ctx context.Context, quiet *source.Silence) error {
+	ask, expired := quiet.Check(time.Now())
+	if expired {
+		s.r.log.Warn(fmt.Sprintf("no message from the source for %s; reconnecting", quiet.Limit), "slot", s.r.cfg.Slot)
+		return &source.TimeoutError{Peer: "source", Op: "the replication stream", Timeout: quiet.Limit, Setting: "--source-timeout"}
+	}
+	if ask {
+		s.r.log.Debug("source silent; asking for a keepalive", "slot", s.r.cfg.Slot)
+		return s.status(ctx, true)
+	}
+	return nil
 }
 
 func (s *stream) copyData(ctx context.Context, data []byte) error {
@@ -433,12 +483,17 @@ func (s *stream) maybeReport(ctx context.Context, force bool) error {
 // report sends the status update. Write, flush and apply positions are all
 // the last position committed on the target, never the received position:
 // the source may then recycle WAL only for work the target durably has.
-func (s *stream) report(ctx context.Context) error {
+func (s *stream) report(ctx context.Context) error { return s.status(ctx, false) }
+
+// status sends the status update, asking the server to answer at once
+// with a keepalive when reply is set.
+func (s *stream) status(ctx context.Context, reply bool) error {
 	pos := s.acked()
 	err := pglogrepl.SendStandbyStatusUpdate(ctx, s.conn, pglogrepl.StandbyStatusUpdate{
 		WALWritePosition: pglogrepl.LSN(pos),
 		WALFlushPosition: pglogrepl.LSN(pos),
 		WALApplyPosition: pglogrepl.LSN(pos),
+		ReplyRequested:   reply,
 	})
 	if err != nil {
 		return fmt.Errorf("send standby status: %w", err)
