@@ -74,10 +74,12 @@ func runPipeline(ctx context.Context, c config, catchUp bool, slotWait time.Dura
 
 // limitMemory sets the Go runtime's soft memory limit to what decant may
 // hold for transactions waiting for their commit (--max-txn-memory) plus
-// 64 MiB for everything else (buffered chunks, statements, the runtime),
-// so that the garbage collector keeps the process near that size instead
-// of letting the heap grow to twice what is live. GOMEMLIMIT, when set,
-// wins.
+// 16 MiB for everything else (buffered chunks, a batch or COPY round trip
+// of at most 4 MiB, the runtime), so that the garbage collector keeps the
+// heap near that size instead of letting it grow to twice what is live:
+// peak RSS then stays within --max-txn-memory + 32 MiB (the binary and
+// the runtime's own memory take the rest; make bench's large case checks
+// it). GOMEMLIMIT, when set, wins.
 func limitMemory(txnMemory int) {
 	if _, ok := os.LookupEnv("GOMEMLIMIT"); ok {
 		return

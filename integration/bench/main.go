@@ -381,10 +381,11 @@ func (b *bench) drain(ctx context.Context, slot, end string) *exec.Cmd {
 		"-o", "proto_version=1", "-o", "publication_names=bench", "-f", "/dev/null", "--no-loop")
 }
 
-// rssGoal and the streaming subscription's time are the team's goals for
-// decant on the large case; the bench prints them next to the figures and
-// leaves judging to whoever reads them.
-const rssGoal = 128 << 10 // KiB
+// rssGoal (over decant's --max-txn-memory) and the streaming
+// subscription's time are the team's goals for decant on the large case;
+// the bench prints them next to the figures and leaves judging to whoever
+// reads them.
+const rssGoal = 32 << 10 // KiB above --max-txn-memory
 
 // largeNotes says, per decant run of the large case, the memory bound it
 // ran with and how its figures compare with the goals.
@@ -404,16 +405,16 @@ func (b *bench) largeNotes(ctx context.Context, results []result) ([]string, err
 		if r.decant == nil {
 			continue
 		}
-		mem := "64MiB (decant's default)"
+		mem, goal := "64MiB (decant's default)", mib(64<<10+rssGoal)
 		if i := slices.Index(r.decant, "--max-txn-memory"); i >= 0 && i+1 < len(r.decant) {
-			mem = r.decant[i+1]
+			mem, goal = r.decant[i+1], r.decant[i+1]+" + 32 MiB"
 		}
 		if r.err != nil {
 			notes = append(notes, fmt.Sprintf("large case: %s: --max-txn-memory %s; failed (the error follows the table)", r.consumer, mem))
 			continue
 		}
 		n := fmt.Sprintf("large case: %s: --max-txn-memory %s; peak RSS %s (goal ≤ %s); %.1f s",
-			r.consumer, mem, mib(r.rssKiB), mib(rssGoal), r.elapsed.Seconds())
+			r.consumer, mem, mib(r.rssKiB), goal, r.elapsed.Seconds())
 		if sub > 0 {
 			n += fmt.Sprintf(" = %.2f× the streaming subscription's %.1f s (goal ≤ 1.00×)", r.elapsed.Seconds()/sub.Seconds(), sub.Seconds())
 		}
