@@ -156,3 +156,9 @@ func (s *Silence) Check(now time.Time) (ask, expired bool) {
 	}
 	return false, false
 }
+
+// Err is the error of a silence that reached Limit: the replication
+// stream went unanswered, a transient fault.
+func (s *Silence) Err() error {
+	return &TimeoutError{Peer: "source", Op: "the replication stream", Timeout: s.Limit, Setting: "--source-timeout"}
+}

@@ -146,7 +146,7 @@ func (e *SpillFullError) Error() string {
 		cause = "disk quota exceeded"
 	}
 	return fmt.Sprintf("spill directory %s is full (%s): it took %s of %s, which outgrew --max-txn-memory, and has no room for the rest; free space there, point --spill-dir elsewhere, or raise --max-txn-memory",
-		e.Dir, cause, sizeText(e.Written), txn)
+		e.Dir, cause, SizeText(e.Written), txn)
 }
 
 func (e *SpillFullError) Unwrap() error { return e.Err }
@@ -155,7 +155,8 @@ func (e *SpillFullError) Unwrap() error { return e.Err }
 // full directory.
 func (e *SpillFullError) Retryable() bool { return false }
 
-func sizeText(n int64) string {
+// SizeText prints a byte count for people: "1.5 MiB".
+func SizeText(n int64) string {
 	switch {
 	case n >= 1<<30:
 		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))

@@ -143,7 +143,7 @@ func (st status) print(w io.Writer) {
 			state = fmt.Sprintf("active (pid %d)", st.Slot.ActivePID)
 		}
 		fmt.Fprintf(w, "slot           %s, confirmed_flush %s, restart %s, %s WAL retained\n",
-			state, st.Slot.Confirmed, st.Slot.Restart, bytesText(st.Slot.Retained))
+			state, st.Slot.Confirmed, st.Slot.Restart, source.SizeText(st.Slot.Retained))
 	}
 	if !st.Checkpoint.Exists {
 		fmt.Fprintf(w, "checkpoint     missing (run decant init)\n")
@@ -155,17 +155,5 @@ func (st status) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "checkpoint     resume at %s, last applied commit %s, written %s\n",
 		st.Checkpoint.EndLSN, commit, st.Checkpoint.AppliedTime.UTC().Format(time.RFC3339))
-	fmt.Fprintf(w, "lag            %s, %.1f s\n", bytesText(st.LagBytes), st.LagSeconds)
-}
-
-func bytesText(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
+	fmt.Fprintf(w, "lag            %s, %.1f s\n", source.SizeText(st.LagBytes), st.LagSeconds)
 }

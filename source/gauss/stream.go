@@ -129,7 +129,7 @@ func (s *stream) silent(quiet *source.Silence) error {
 	ask, expired := quiet.Check(time.Now())
 	if expired {
 		s.r.log.Warn(fmt.Sprintf("no message from the source for %s; reconnecting", quiet.Limit), "slot", s.r.cfg.Slot)
-		return &source.TimeoutError{Peer: "source", Op: "the replication stream", Timeout: quiet.Limit, Setting: "--source-timeout"}
+		return quiet.Err()
 	}
 	if ask {
 		s.r.log.Debug("source silent; asking for a keepalive", "slot", s.r.cfg.Slot)
