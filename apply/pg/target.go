@@ -279,17 +279,13 @@ func (t *Target) maybeFlush(ctx context.Context) error {
 
 func (t *Target) update(ctx context.Context, txn *source.Txn, p *plan, c *source.Change) error {
 	sql, set, m := p.shapes.Update(c)
-	name, err := t.prepare(ctx, sql)
-	if err != nil {
-		return err
-	}
 	args := t.args[:0]
 	for _, i := range p.Cols {
 		if set[i] {
 			args = append(args, param(c.New[i]))
 		}
 	}
-	args, err = p.appendWhere(args, c, m)
+	args, err := p.appendWhere(args, c, m)
 	if err != nil {
 		return err
 	}
@@ -297,22 +293,41 @@ func (t *Target) update(ctx context.Context, txn *source.Txn, p *plan, c *source
 		args = append(args, param(c.New[col]))
 	}
 	t.args = args
-	t.batch.addPrepared(name, args, apply.Origin{Op: "update", Table: p.Target, Txn: txn, Expect: 1})
-	return nil
+	return t.queue(ctx, sql, args, apply.Origin{Op: "update", Table: p.Target, Txn: txn, Expect: 1})
 }
 
 func (t *Target) delete(ctx context.Context, txn *source.Txn, p *plan, c *source.Change) error {
 	sql, m := p.shapes.Delete(c)
-	name, err := t.prepare(ctx, sql)
-	if err != nil {
-		return err
-	}
 	args, err := p.appendWhere(t.args[:0], c, m)
 	if err != nil {
 		return err
 	}
 	t.args = args
-	t.batch.addPrepared(name, args, apply.Origin{Op: "delete", Table: p.Target, Txn: txn, Expect: 1})
+	return t.queue(ctx, sql, args, apply.Origin{Op: "delete", Table: p.Target, Txn: txn, Expect: 1})
+}
+
+// maxPrepared bounds the statements one session prepares. A whole-row
+// UPDATE or DELETE takes a statement per pattern of NULL old values, so a
+// wide keyless table with many such patterns could otherwise fill the
+// server's memory with prepared statements; past the bound, new shapes
+// go unprepared (parsed at each use).
+const maxPrepared = 256
+
+// queue adds a row statement to the batch, prepared unless the session
+// holds maxPrepared already. args are encoded at once.
+func (t *Target) queue(ctx context.Context, sql string, args [][]byte, info apply.Origin) error {
+	name, ok := t.stmts[sql]
+	if !ok && len(t.stmts) >= maxPrepared {
+		t.batch.add(sql, args, info)
+		return nil
+	}
+	if !ok {
+		var err error
+		if name, err = t.prepare(ctx, sql); err != nil {
+			return err
+		}
+	}
+	t.batch.addPrepared(name, args, info)
 	return nil
 }
 

@@ -788,4 +788,35 @@ func TestRecordingTarget(t *testing.T) {
 			t.Errorf("checkpoint = %q, want %q", got, want)
 		}
 	})
+
+	// A whole-row match takes a statement per pattern of NULL old values;
+	// once the session holds maxPrepared statements, new shapes are sent
+	// unprepared and still find their row.
+	t.Run("shapes past maxPrepared go unprepared", func(t *testing.T) {
+		f := newRecFixture(t, pg)
+		if _, err := f.db.Exec(f.ctx, `INSERT INTO k VALUES (1, NULL), (NULL, 'x')`); err != nil {
+			t.Fatal(err)
+		}
+		for i := range maxPrepared {
+			f.target.stmts[fmt.Sprintf("-- filler %d", i)] = fmt.Sprintf("filler_%d", i)
+		}
+		txn := &source.Txn{Xid: 16, Commit: 1100, CommitTime: recCommitAt}
+		err := f.target.Apply(f.ctx, txn, []source.Change{
+			recDelete(recK, []source.Value{{Kind: source.ValueText, Data: []byte("1")}, recNull}),
+			recUpdate(recK, []source.Value{recNull, {Kind: source.ValueText, Data: []byte("x")}}, recText("2", "y")),
+		})
+		if err == nil {
+			err = f.target.Commit(f.ctx, checkpoint.Row{Pipeline: "p", SystemID: "1", Commit: 1100, End: 1110, Xid: 16})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(f.target.stmts); n != maxPrepared {
+			t.Errorf("the session prepared %d statements, want %d", n, maxPrepared)
+		}
+		if tr := f.rec.trace(); recCountPrefix(tr, "Parse decant_") != 0 {
+			t.Errorf("statements were prepared past the bound:\n%s", recShow(tr))
+		}
+		f.wantRows(t, `SELECT a, b FROM k`, "2|y")
+	})
 }
