@@ -73,13 +73,11 @@ type Plan struct {
 	Rel         *source.Relation
 	Target      source.TableName
 	Partitioned bool
-	// Names holds the target column of each source column, "" for a column
-	// left out; Cols lists the written ones in source order.
-	Names []string
-	Cols  []int
 	// Targets holds, by source column, the target column it is written to
-	// (the zero TargetColumn for a column left out).
+	// (the zero TargetColumn, named "", for a column left out); Cols lists
+	// the written ones in source order.
 	Targets []TargetColumn
+	Cols    []int
 	// Key lists the columns that identify a row: the source's replica
 	// identity key, or with replica identity FULL the target's primary key
 	// when every column of it is written (nil otherwise).
@@ -108,7 +106,7 @@ type Plan struct {
 // be left out or generated.
 func NewPlan(rel *source.Relation, tgt TargetTable, rules ColumnRules) (*Plan, error) {
 	p := &Plan{Rel: rel, Target: tgt.Name, Partitioned: tgt.Partitioned,
-		Names: make([]string, len(rel.Columns)), Targets: make([]TargetColumn, len(rel.Columns))}
+		Targets: make([]TargetColumn, len(rel.Columns))}
 	var missing []string
 	for i, c := range rel.Columns {
 		if slices.Contains(rules.Exclude, c.Name) {
@@ -128,7 +126,7 @@ func NewPlan(rel *source.Relation, tgt TargetTable, rules ColumnRules) (*Plan, e
 		case tc.IdentityAlways:
 			p.Fixed = append(p.Fixed, i)
 		}
-		p.Names[i], p.Targets[i] = name, tc
+		p.Targets[i] = tc
 		p.Cols = append(p.Cols, i)
 	}
 	if len(missing) > 0 {
@@ -141,7 +139,7 @@ func NewPlan(rel *source.Relation, tgt TargetTable, rules ColumnRules) (*Plan, e
 			if !c.Key {
 				continue
 			}
-			if p.Names[i] == "" {
+			if p.Targets[i].Name == "" {
 				return nil, fmt.Errorf("column %s identifies rows of source table %s and cannot be excluded or generated on the target", c.Name, rel.Table())
 			}
 			p.Key = append(p.Key, i)
@@ -158,7 +156,7 @@ func NewPlan(rel *source.Relation, tgt TargetTable, rules ColumnRules) (*Plan, e
 func (p *Plan) indexesOf(names []string) []int {
 	var idx []int
 	for _, name := range names {
-		i := slices.Index(p.Names, name)
+		i := slices.IndexFunc(p.Targets, func(c TargetColumn) bool { return c.Name == name })
 		if i < 0 {
 			return nil
 		}
@@ -232,7 +230,7 @@ func (p *Plan) NewShapes(r ShapeRenderers) *Shapes {
 // the row. The slices are reused by the next call.
 func (s *Shapes) Update(c *source.Change) (sql string, set []bool, m Match) {
 	for i, v := range c.New {
-		s.set[i] = v.Kind != source.ValueUnchanged && s.plan.Names[i] != ""
+		s.set[i] = v.Kind != source.ValueUnchanged && s.plan.Targets[i].Name != ""
 	}
 	for _, i := range s.plan.Fixed {
 		s.set[i] = false

@@ -79,8 +79,12 @@ func TestPlanColumnRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(p.Names, ","); got != "id,,new,v" {
-		t.Errorf("Names = %q", got)
+	var names []string
+	for _, c := range p.Targets {
+		names = append(names, c.Name)
+	}
+	if got := strings.Join(names, ","); got != "id,,new,v" {
+		t.Errorf("target names = %q", got)
 	}
 	if len(p.Cols) != 3 || p.Cols[1] != 2 || len(p.Key) != 1 || p.Key[0] != 0 {
 		t.Errorf("Cols %v Key %v", p.Cols, p.Key)

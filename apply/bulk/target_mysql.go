@@ -88,7 +88,7 @@ func (w *myWriter) plan(ctx context.Context, j *tableJob) (*myPlan, error) {
 	}
 	p := &myPlan{Plan: mp, conv: conv, hex: make([]bool, len(j.rel.Columns))}
 	for _, i := range mp.Cols {
-		switch tt.MySQL[mp.Names[i]].DataType {
+		switch tt.MySQL[mp.Targets[i].Name].DataType {
 		case "binary", "varbinary", "tinyblob", "blob", "mediumblob", "longblob", "bit":
 			p.hex[i] = true
 		}
@@ -103,7 +103,7 @@ func (w *myWriter) plan(ctx context.Context, j *tableJob) (*myPlan, error) {
 func loadSQL(p *mapping.Plan, hexCols []bool) (head, tail string) {
 	var cols, set []string
 	for _, i := range p.Cols {
-		name := mapping.QuoteMySQL(p.Names[i])
+		name := mapping.QuoteMySQL(p.Targets[i].Name)
 		if hexCols[i] {
 			v := "@h" + strconv.Itoa(i)
 			cols = append(cols, v)
@@ -126,7 +126,7 @@ func insertSQL(p *mapping.Plan) (head, marks string) {
 	names := make([]string, len(p.Cols))
 	qs := make([]string, len(p.Cols))
 	for n, i := range p.Cols {
-		names[n] = mapping.QuoteMySQL(p.Names[i])
+		names[n] = mapping.QuoteMySQL(p.Targets[i].Name)
 		qs[n] = "?"
 	}
 	return "INSERT INTO " + mapping.QuoteMySQLTable(p.Target) + " (" + strings.Join(names, ", ") + ") VALUES ",

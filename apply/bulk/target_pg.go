@@ -77,7 +77,7 @@ func (w *pgWriter) plan(ctx context.Context, src *srcSession, j *tableJob) (*pgP
 	var oids []uint32
 	for _, i := range mp.Cols {
 		typ := j.rel.Columns[i].Type
-		if typ >= firstUserOID || types[mp.Names[i]] != typ {
+		if typ >= firstUserOID || types[mp.Targets[i].Name] != typ {
 			p.binary = false
 		}
 		oids = append(oids, typ)
@@ -173,7 +173,7 @@ func copyInSQL(p *mapping.Plan, binary bool) string {
 		if n > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(mapping.QuotePG(p.Names[i]))
+		b.WriteString(mapping.QuotePG(p.Targets[i].Name))
 	}
 	b.WriteString(") FROM STDIN")
 	if binary {

@@ -59,10 +59,10 @@ func (a *Admin) Check(ctx context.Context, rels []*source.Relation) (missing []s
 		for _, i := range p.Cols {
 			c := rel.Columns[i]
 			want, err := mapping.MySQLType(c.Type, c.TypeMod, c.Info)
-			got := tt.MySQL[p.Names[i]].ColumnType
+			got := tt.MySQL[p.Targets[i].Name].ColumnType
 			if err == nil && !sameMySQLType(want, got) {
 				notes = append(notes, fmt.Sprintf("target column %s.%s is %s where decant would create %s; values it cannot hold follow --on-unrepresentable",
-					targetText(name), p.Names[i], got, strings.ToLower(want)))
+					targetText(name), p.Targets[i].Name, got, strings.ToLower(want)))
 			}
 		}
 	}

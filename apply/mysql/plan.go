@@ -199,7 +199,7 @@ func newPlan(rel *source.Relation, tt *Table, rules mapping.ColumnRules, policy 
 	})
 	var bad []string
 	for _, i := range mp.Cols {
-		col := tt.MySQL[mp.Names[i]]
+		col := tt.MySQL[mp.Targets[i].Name]
 		conv, err := mapping.MySQLConverter(rel.Columns[i], col, policy)
 		if err != nil {
 			bad = append(bad, fmt.Sprintf("column %s: %v", rel.Columns[i].Name, err))

@@ -25,7 +25,7 @@ func insertHead(p *mapping.Plan) (head, rowMarks string) {
 		if n > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(quoteIdent(p.Names[i]))
+		b.WriteString(quoteIdent(p.Targets[i].Name))
 		marks[n] = "?"
 	}
 	b.WriteString(") VALUES ")
@@ -62,7 +62,7 @@ func renderWhere(p *mapping.Plan, m mapping.Match, cmp []comparer) string {
 		if n > 0 {
 			b.WriteString(" AND ")
 		}
-		b.WriteString(cmp[i](p.Names[i], m.Whole))
+		b.WriteString(cmp[i](p.Targets[i].Name, m.Whole))
 	}
 	if m.Whole {
 		b.WriteString(" LIMIT 1")
@@ -86,10 +86,10 @@ func renderUpdate(p *mapping.Plan, set []bool, m mapping.Match, cmp []comparer) 
 			b.WriteString(", ")
 		}
 		n++
-		b.WriteString(quoteIdent(p.Names[i]) + " = ?")
+		b.WriteString(quoteIdent(p.Targets[i].Name) + " = ?")
 	}
 	if n == 0 {
-		name := quoteIdent(p.Names[p.Cols[0]])
+		name := quoteIdent(p.Targets[p.Cols[0]].Name)
 		b.WriteString(name + " = " + name)
 	}
 	b.WriteString(" WHERE " + renderWhere(p, m, cmp))
@@ -107,7 +107,7 @@ func deleteInHead(p *mapping.Plan) (head, keyMarks string) {
 	names := make([]string, len(p.Key))
 	marks := make([]string, len(p.Key))
 	for n, i := range p.Key {
-		names[n], marks[n] = quoteIdent(p.Names[i]), "?"
+		names[n], marks[n] = quoteIdent(p.Targets[i].Name), "?"
 	}
 	return "DELETE FROM " + quoteTable(p.Target) + " WHERE (" + strings.Join(names, ", ") + ") IN (",
 		"(" + strings.Join(marks, ", ") + ")"

@@ -29,7 +29,7 @@ func columnList(p *mapping.Plan) string {
 		if n > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(quoteIdent(p.Names[i]))
+		b.WriteString(quoteIdent(p.Targets[i].Name))
 	}
 	b.WriteByte(')')
 	return b.String()
@@ -75,12 +75,12 @@ func renderUpdate(p *mapping.Plan, set []bool, m mapping.Match) string {
 			b.WriteString(", ")
 		}
 		n++
-		fmt.Fprintf(&b, "%s = $%d", quoteIdent(p.Names[i]), n)
+		fmt.Fprintf(&b, "%s = $%d", quoteIdent(p.Targets[i].Name), n)
 	}
 	if n == 0 {
 		for _, i := range p.Cols {
 			if !slices.Contains(p.Fixed, i) {
-				name := quoteIdent(p.Names[i])
+				name := quoteIdent(p.Targets[i].Name)
 				fmt.Fprintf(&b, "%s = %s", name, name)
 				break
 			}
@@ -90,7 +90,7 @@ func renderUpdate(p *mapping.Plan, set []bool, m mapping.Match) string {
 	b.WriteString(renderWhere(p, m, n+1))
 	n += whereParams(p, m)
 	for k, i := range p.Fixed {
-		fmt.Fprintf(&b, " AND %s = $%d", quoteIdent(p.Names[i]), n+1+k)
+		fmt.Fprintf(&b, " AND %s = $%d", quoteIdent(p.Targets[i].Name), n+1+k)
 	}
 	return b.String()
 }
@@ -135,7 +135,7 @@ func renderWhere(p *mapping.Plan, m mapping.Match, first int) string {
 			if k > 0 {
 				b.WriteString(" AND ")
 			}
-			fmt.Fprintf(&b, "%s = $%d", quoteIdent(p.Names[i]), first+k)
+			fmt.Fprintf(&b, "%s = $%d", quoteIdent(p.Targets[i].Name), first+k)
 		}
 		return b.String()
 	}
@@ -149,7 +149,7 @@ func renderWhere(p *mapping.Plan, m mapping.Match, first int) string {
 		if k > 0 {
 			b.WriteString(" AND ")
 		}
-		col := quoteIdent(p.Names[i])
+		col := quoteIdent(p.Targets[i].Name)
 		if m.Null[i] {
 			b.WriteString(col + " IS NULL")
 			continue

@@ -57,7 +57,7 @@ func newTable(def *source.TableDef, tt *mapping.TargetTable, my *mysql.Table, ru
 	for n, i := range p.Cols {
 		pos[i] = n
 		c := rel.Columns[i]
-		name := p.Names[i]
+		name := p.Targets[i].Name
 		t.srcCols = append(t.srcCols, mapping.QuotePG(c.Name))
 		t.src = append(t.src, asText)
 		if my == nil {
@@ -87,7 +87,7 @@ func newTable(def *source.TableDef, tt *mapping.TargetTable, my *mysql.Table, ru
 	t.isKey = make([]bool, len(p.Cols))
 	for _, i := range keyOrder(rel, p.Key, def.PrimaryKey) {
 		c := rel.Columns[i]
-		name := p.Names[i]
+		name := p.Targets[i].Name
 		n, ok := pos[i]
 		if !ok {
 			return nil, fmt.Errorf("key column %s is not written to the target", c.Name)
