@@ -38,6 +38,10 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// ErrNoOldRow refuses an UPDATE or DELETE that must find its row by the
+// whole old row but came without one.
+var ErrNoOldRow = errors.New("the source sent no old values to find the row by; set REPLICA IDENTITY FULL or a primary key on the source table")
+
 // Retryable is implemented by errors that know whether resuming from the
 // checkpoint after a reconnect can succeed.
 type Retryable interface{ Retryable() bool }

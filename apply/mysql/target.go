@@ -364,7 +364,7 @@ func keyRow(p *plan, c *source.Change, m mapping.Match) ([]source.Value, error) 
 	case c.Old != nil:
 		return c.Old, nil
 	case m.Whole:
-		return nil, errors.New("the source sent no old values to find the row by; set REPLICA IDENTITY FULL or a primary key on the source table")
+		return nil, apply.ErrNoOldRow
 	}
 	return c.New, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/decant/decant/apply"
 	"github.com/decant/decant/mapping"
 	"github.com/decant/decant/source"
 )
@@ -48,10 +49,7 @@ func (t *Target) plan(ctx context.Context, rel *source.Relation) (*plan, error) 
 	return p, nil
 }
 
-var (
-	errOldRow   = errors.New("the source sent no usable old value for a column that identifies the row")
-	errNoOldRow = errors.New("the source sent no old values to find the row by; set REPLICA IDENTITY FULL or a primary key on the source table")
-)
+var errOldRow = errors.New("the source sent no usable old value for a column that identifies the row")
 
 // appendWhere appends the values that find the changed row as m says: the
 // old image when the source sent one, else (an UPDATE that kept its key)
@@ -61,7 +59,7 @@ func (p *plan) appendWhere(args [][]byte, c *source.Change, m mapping.Match) ([]
 	row := c.Old
 	if row == nil {
 		if m.Whole {
-			return nil, errNoOldRow
+			return nil, apply.ErrNoOldRow
 		}
 		row = c.New
 	}
