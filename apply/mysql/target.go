@@ -143,30 +143,23 @@ func (t *Target) fence(ctx context.Context) error {
 	}
 	list := "?" + strings.Repeat(", ?", len(ids)-1)
 	err := t.bound().Do(ctx, "ending the previous target session", func(ctx context.Context) error {
-		for polls := 0; ; polls++ {
+		return apply.AwaitEnded(ctx, t.log, slog.String("id", fmt.Sprint(t.gone)), func(ctx context.Context) (int, error) {
 			var running int
 			err := t.conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID IN ("+list+")", ids...).Scan(&running)
 			if err != nil {
-				return fmt.Errorf("end the previous target session (id %v): %w", t.gone, describe(err))
+				return 0, fmt.Errorf("end the previous target session (id %v): %w", t.gone, describe(err))
 			}
 			if running == 0 {
-				return nil
+				return 0, nil
 			}
 			for _, id := range t.gone {
 				var my *mysql.MySQLError
 				if _, err := t.conn.ExecContext(ctx, "KILL CONNECTION ?", id); err != nil && !(errors.As(err, &my) && my.Number == 1094) {
-					return fmt.Errorf("end the previous target session (id %d): %w", id, describe(err))
+					return 0, fmt.Errorf("end the previous target session (id %d): %w", id, describe(err))
 				}
 			}
-			if polls == 0 {
-				t.log.Info("ending the previous target session, which may still hold a transaction", "id", fmt.Sprint(t.gone))
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
+			return running, nil
+		})
 	})
 	if err == nil {
 		t.gone = t.gone[:0]

@@ -134,25 +134,15 @@ func (t *Target) fence(ctx context.Context) error {
 		return nil
 	}
 	err := t.bound().Do(ctx, "ending the previous target session", func(ctx context.Context) error {
-		for polls := 0; ; polls++ {
+		return apply.AwaitEnded(ctx, t.log, slog.String("pid", fmt.Sprint(t.gone)), func(ctx context.Context) (int, error) {
 			var running int
 			err := t.conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
 				WHERE pid = ANY($1) AND pid <> pg_backend_pid() AND usename = current_user`, t.gone).Scan(&running)
 			if err != nil {
-				return fmt.Errorf("end the previous target session (pid %v): %w", t.gone, err)
+				return 0, fmt.Errorf("end the previous target session (pid %v): %w", t.gone, err)
 			}
-			if running == 0 {
-				return nil
-			}
-			if polls == 0 {
-				t.log.Info("ending the previous target session, which may still hold a transaction", "pid", fmt.Sprint(t.gone))
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
+			return running, nil
+		})
 	})
 	if err == nil {
 		t.gone = t.gone[:0]
