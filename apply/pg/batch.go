@@ -47,25 +47,42 @@ func (b *batch) reset() {
 }
 
 // insertRun collects consecutive inserts into one table within one
-// transaction. Each row is rendered into COPY text as it comes and not
-// kept, so what a long run holds is its COPY data (at most copyBytes), not
-// the decoded rows; only the first copyMinRows rows are kept, to go as
-// INSERTs should the run stay that short.
+// transaction. Its first copyMinRows rows are kept, to go as INSERTs
+// should the run stay that short; once it reaches that length they and
+// every later row are rendered into COPY text as they come and not kept,
+// so what a long run holds is its COPY data (at most copyBytes), not its
+// decoded rows.
 type insertRun struct {
 	plan  *plan
 	txn   *source.Txn
 	n     int              // rows in the run
-	first []*source.Change // its first copyMinRows rows
-	buf   []byte           // its rows in COPY text format
+	first []*source.Change // its first rows, while it is short
+	buf   []byte           // its rows in COPY text format, once it is long
 }
 
 func (r *insertRun) start(p *plan, txn *source.Txn) {
 	r.plan, r.txn = p, txn
 }
 
-// add renders the row of insert c.
+// add takes the row of insert c.
 func (r *insertRun) add(c *source.Change) error {
-	start := len(r.buf)
+	r.n++
+	if r.n < copyMinRows {
+		r.first = append(r.first, c)
+		return nil
+	}
+	for _, f := range r.first {
+		if err := r.render(f); err != nil {
+			return err
+		}
+	}
+	clear(r.first)
+	r.first = r.first[:0]
+	return r.render(c)
+}
+
+// render appends c's row in COPY text format.
+func (r *insertRun) render(c *source.Change) error {
 	for n, i := range r.plan.Cols {
 		if n > 0 {
 			r.buf = append(r.buf, '\t')
@@ -76,15 +93,10 @@ func (r *insertRun) add(c *source.Change) error {
 		case source.ValueText:
 			r.buf = appendCopyText(r.buf, v.Data)
 		default:
-			r.buf = r.buf[:start]
 			return fmt.Errorf("column %s: inserted value is not in text form", r.plan.Rel.Columns[i].Name)
 		}
 	}
 	r.buf = append(r.buf, '\n')
-	if r.n < copyMinRows {
-		r.first = append(r.first, c)
-	}
-	r.n++
 	return nil
 }
 
