@@ -97,7 +97,7 @@ func (b *bench) runCopy(ctx context.Context, c benchCase) ([]result, []string, e
 				return result{}, err
 			}
 			return decantCopy(b.tgt.DSN("copy_decant"), "copy_pg")
-		}},
+		}, "pg"},
 		{"pg_dump -Fc | pg_restore", func(ctx context.Context) (result, error) {
 			if err := b.tgt.CreateDatabase(ctx, "copy_pipe"); err != nil {
 				return result{}, err
@@ -105,7 +105,7 @@ func (b *bench) runCopy(ctx context.Context, c benchCase) ([]result, []string, e
 			script := fmt.Sprintf("set -o pipefail; %s -Fc -Z0 -d '%s' | %s -d '%s'",
 				pgBin("pg_dump"), srcConn, pgBin("pg_restore"), connString(b.tgt.Port, "copy_pipe"))
 			return timeCmd("pg_dump | pg_restore", exec.CommandContext(ctx, "bash", "-c", script))
-		}},
+		}, "pg"},
 		{"pg_dump -Fd -j " + jobs + " && pg_restore -j " + jobs, func(ctx context.Context) (result, error) {
 			if err := b.tgt.CreateDatabase(ctx, "copy_dir"); err != nil {
 				return result{}, err
@@ -122,18 +122,18 @@ func (b *bench) runCopy(ctx context.Context, c benchCase) ([]result, []string, e
 				return restore, err
 			}
 			phases = append(phases, fmt.Sprintf("copy case: pg_dump -Fd -j %s alone %.1f s, pg_restore -j %s alone %.1f s", jobs, dump.elapsed.Seconds(), jobs, restore.elapsed.Seconds()))
-			return result{elapsed: dump.elapsed + restore.elapsed, rssKiB: max(dump.rssKiB, restore.rssKiB)}, nil
-		}},
+			return result{elapsed: dump.elapsed + restore.elapsed, rssKiB: max(dump.rssKiB, restore.rssKiB), cpuSelf: dump.cpuSelf + restore.cpuSelf}, nil
+		}, "pg"},
 		{"decant init --copy --create-tables --jobs " + jobs + " into MariaDB", func(ctx context.Context) (result, error) {
 			if err := b.my.CreateDatabase(ctx, "copy_my"); err != nil {
 				return result{}, err
 			}
 			return decantCopy(b.my.DSN("copy_my"), "copy_my")
-		}},
+		}, "mariadb"},
 	}
 	var results []result
 	for _, k := range consumers {
-		r, err := k.time(ctx)
+		r, err := b.timeCPU(ctx, k)
 		r.consumer, r.err = k.name, err
 		if err == nil {
 			fmt.Fprintf(os.Stderr, "%s: %s: %.1f s\n", c.name, k.name, r.elapsed.Seconds())

@@ -141,8 +141,12 @@ type result struct {
 	consumer string
 	elapsed  time.Duration
 	rssKiB   int64
-	decant   []string // the decant run's arguments; nil for other consumers
-	err      error    // why the consumer failed; elapsed and rssKiB are then zero
+	// CPU time over the timed interval: the consumer's own process (none
+	// for the subscription, whose apply worker runs in the target server),
+	// the source cluster, the server it writes to.
+	cpuSelf, cpuSrc, cpuTgt time.Duration
+	decant                  []string // the decant run's arguments; nil for other consumers
+	err                     error    // why the consumer failed; elapsed and rssKiB are then zero
 }
 
 // bench is the servers and the decant binary every case uses.
@@ -191,7 +195,7 @@ func run(ctx context.Context, picked []benchCase) error {
 		return err
 	}
 
-	fmt.Printf("| case | consumer | seconds | rows/s | peak RSS |\n|---|---|---:|---:|---:|\n")
+	fmt.Printf("| case | consumer | seconds | rows/s | vs subscription | peak RSS | CPU s: consumer | source | target |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	var notes []string
 	var failed []error
 	for _, c := range picked {
@@ -207,13 +211,19 @@ func run(ctx context.Context, picked []benchCase) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
+		sub := subscription(results)
 		for _, r := range results {
 			if r.err != nil {
-				fmt.Printf("| %s | %s | failed | | |\n", c.name, r.consumer)
+				fmt.Printf("| %s | %s | failed | | | | | | |\n", c.name, r.consumer)
 				failed = append(failed, fmt.Errorf("%s: %s: %w", c.name, r.consumer, r.err))
 				continue
 			}
-			fmt.Printf("| %s | %s | %.1f | %.0f | %s |\n", c.name, r.consumer, r.elapsed.Seconds(), float64(c.rows)/r.elapsed.Seconds(), mib(r.rssKiB))
+			ratio := ""
+			if sub > 0 {
+				ratio = fmt.Sprintf("%.2f×", sub.Seconds()/r.elapsed.Seconds())
+			}
+			fmt.Printf("| %s | %s | %.1f | %.0f | %s | %s | %s | %s | %s |\n", c.name, r.consumer, r.elapsed.Seconds(),
+				float64(c.rows)/r.elapsed.Seconds(), ratio, mib(r.rssKiB), seconds(r.cpuSelf), seconds(r.cpuSrc), seconds(r.cpuTgt))
 		}
 		if c.large {
 			n, err := b.largeNotes(ctx, results)
@@ -235,6 +245,18 @@ func run(ctx context.Context, picked []benchCase) error {
 		}
 	}
 	return errors.Join(failed...)
+}
+
+// subscription is the wall time of the case's PostgreSQL subscription, 0
+// when it has none: the "vs subscription" column is its seconds divided
+// by each consumer's (above 1: faster than the subscription).
+func subscription(results []result) time.Duration {
+	for _, r := range results {
+		if strings.HasPrefix(r.consumer, "PostgreSQL subscription") && r.err == nil {
+			return r.elapsed
+		}
+	}
+	return 0
 }
 
 // prepare creates the databases, the pipelines, the slots and the
@@ -299,6 +321,33 @@ func (b *bench) decant(ctx context.Context, target, pipeline string, args ...str
 type consumer struct {
 	name string
 	time func(ctx context.Context) (result, error)
+	// writes names the server the consumer writes to: "pg" (the target
+	// cluster), "mariadb", or "" (none).
+	writes string
+}
+
+// timeCPU times consumer k and adds what the servers used meanwhile.
+func (b *bench) timeCPU(ctx context.Context, k consumer) (result, error) {
+	before, err := b.serverCPU()
+	if err != nil {
+		return result{}, err
+	}
+	r, err := k.time(ctx)
+	if err != nil {
+		return r, err
+	}
+	after, err := b.serverCPU()
+	if err != nil {
+		return r, err
+	}
+	r.cpuSrc = after.src - before.src
+	switch k.writes {
+	case "pg":
+		r.cpuTgt = after.tgt - before.tgt
+	case "mariadb":
+		r.cpuTgt = after.my - before.my
+	}
+	return r, nil
 }
 
 // runCase loads the case's workload and times each consumer draining it.
@@ -326,7 +375,7 @@ func (b *bench) runCase(ctx context.Context, c benchCase) ([]result, error) {
 	// feature is being built, the rest of the case still says something.
 	var results []result
 	for _, k := range b.consumers(c, end) {
-		r, err := k.time(ctx)
+		r, err := b.timeCPU(ctx, k)
 		r.consumer, r.err = k.name, err
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %s: failed\n", c.name, k.name)
@@ -343,19 +392,23 @@ func (b *bench) runCase(ctx context.Context, c benchCase) ([]result, error) {
 func (b *bench) consumers(c benchCase, end string) []consumer {
 	drain := consumer{"pg_recvlogical (decode only)", func(ctx context.Context) (result, error) {
 		return timeCmd("pg_recvlogical", b.drain(ctx, "drain", end))
-	}}
+	}, ""}
 	decant := func(name, target, pipeline string, args ...string) consumer {
 		args = append([]string{"run", "--catch-up"}, args...)
+		writes := "pg"
+		if target == b.my.DSN("bench") {
+			writes = "mariadb"
+		}
 		return consumer{name, func(ctx context.Context) (result, error) {
 			r, err := timeCmd("decant "+pipeline, b.decant(ctx, target, pipeline, args...))
 			r.decant = args
 			return r, err
-		}}
+		}, writes}
 	}
 	native := func(name string, streaming bool, probe string) consumer {
 		return consumer{name, func(ctx context.Context) (result, error) {
 			return timeNative(ctx, b.srcDSN, b.tgt.DSN("native"), streaming, probe)
-		}}
+		}, "pg"}
 	}
 	if !c.large {
 		return []consumer{
@@ -434,8 +487,8 @@ func connString(port int, db string) string {
 	return fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=%s sslmode=disable", port, db)
 }
 
-// timeCmd runs cmd and reports its wall time and peak RSS (the child's
-// ru_maxrss, in KiB on Linux); name says what failed.
+// timeCmd runs cmd and reports its wall time, peak RSS (the child's
+// ru_maxrss, in KiB on Linux) and CPU time; name says what failed.
 func timeCmd(name string, cmd *exec.Cmd) (result, error) {
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
@@ -445,6 +498,7 @@ func timeCmd(name string, cmd *exec.Cmd) (result, error) {
 	r := result{elapsed: time.Since(start)}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		r.rssKiB = ru.Maxrss
+		r.cpuSelf = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
 	return r, nil
 }
