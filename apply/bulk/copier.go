@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/decant/decant/apply/mysql"
 	"github.com/decant/decant/source"
 )
@@ -169,29 +171,19 @@ func (c *copier) report(jobs map[source.TableName]*tableJob, all []task) []*task
 // runTasks copies the tasks with up to Jobs workers; the first error
 // stops the others.
 func (c *copier) runTasks(ctx context.Context, jobs map[source.TableName]*tableJob, todo []*task) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	queue := make(chan *task, len(todo))
 	for _, t := range todo {
 		queue <- t
 	}
 	close(queue)
-	var wg sync.WaitGroup
-	var once sync.Once
-	var first error
+	g, gctx := errgroup.WithContext(ctx)
 	for range min(c.cfg.Jobs, len(todo)) {
-		wg.Go(func() {
-			if err := c.work(ctx, jobs, queue); err != nil {
-				once.Do(func() { first = err })
-				cancel(err)
-			}
-		})
+		g.Go(func() error { return c.work(gctx, jobs, queue) })
 	}
-	wg.Wait()
-	if first == nil {
-		first = context.Cause(ctx)
+	if err := g.Wait(); err != nil {
+		return err
 	}
-	return first
+	return context.Cause(ctx)
 }
 
 // work is one worker: its own source session and target connection,

@@ -35,11 +35,11 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/decant/decant/apply/mysql"
 	"github.com/decant/decant/apply/pg"
@@ -305,30 +305,24 @@ func (w *worker) close(ctx context.Context) {
 // parallel runs fn for 0..n-1 on up to Jobs workers; the first error
 // stops the others and is returned.
 func (r *runner) parallel(ctx context.Context, n int, fn func(ctx context.Context, w *worker, i int) error) error {
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	var next atomic.Int64
-	var wg sync.WaitGroup
+	g, gctx := errgroup.WithContext(ctx)
 	for range min(r.cfg.Jobs, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		g.Go(func() error {
 			w := &worker{cfg: r.cfg, run: r}
-			defer w.close(ctx)
+			defer w.close(gctx)
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= n || ctx.Err() != nil {
-					return
+				if i >= n || gctx.Err() != nil {
+					return nil
 				}
-				if err := fn(ctx, w, i); err != nil {
-					cancel(err)
-					return
+				if err := fn(gctx, w, i); err != nil {
+					return err
 				}
 			}
-		}()
+		})
 	}
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+	if err := g.Wait(); err != nil {
 		return err
 	}
 	return ctx.Err()

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/decant/decant/apply"
 	"github.com/decant/decant/apply/bulk"
@@ -139,30 +139,26 @@ func buildIndexes(ctx context.Context, c config, defs []*source.TableDef, jobs i
 		queue <- d
 	}
 	close(queue)
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	var wg sync.WaitGroup
+	g, gctx := errgroup.WithContext(ctx)
 	for range min(jobs, len(defs)) {
-		wg.Go(func() {
-			tgt, err := openAdmin(ctx, c)
+		g.Go(func() error {
+			tgt, err := openAdmin(gctx, c)
 			if err != nil {
-				cancel(err)
-				return
+				return err
 			}
-			defer tgt.Close(context.WithoutCancel(ctx))
+			defer tgt.Close(context.WithoutCancel(gctx))
 			for d := range queue {
-				if ctx.Err() != nil {
-					return
+				if gctx.Err() != nil {
+					return nil
 				}
-				if err := tgt.CreateIndexes(ctx, []*source.TableDef{d}); err != nil {
-					cancel(err)
-					return
+				if err := tgt.CreateIndexes(gctx, []*source.TableDef{d}); err != nil {
+					return err
 				}
 			}
+			return nil
 		})
 	}
-	wg.Wait()
-	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+	if err := g.Wait(); err != nil {
 		return err
 	}
 	return ctx.Err()
