@@ -251,26 +251,23 @@ func (t *table) tgtFrom(mysqlTarget bool) string {
 // srcQuery selects the compared columns of a span on the source, in key
 // order.
 func (t *table) srcQuery(s span) (string, [][]byte) {
-	q := "SELECT " + strings.Join(t.srcCols, ", ") + " FROM " + t.srcFrom()
-	var args [][]byte
-	if t.key != nil {
-		var cond string
-		cond, args = pgSpan(t.srcKey, s, 1)
-		q += " WHERE " + cond + " ORDER BY " + strings.Join(t.srcOrder, ", ")
-	}
-	return q, args
+	return t.pgSpanQuery(t.srcCols, t.srcFrom(), t.srcKey, t.srcOrder, s)
 }
 
 // pgTargetQuery is srcQuery for a PostgreSQL target.
 func (t *table) pgTargetQuery(s span) (string, [][]byte) {
-	q := "SELECT " + strings.Join(t.tgtCols, ", ") + " FROM " + t.tgtFrom(false)
-	var args [][]byte
-	if t.key != nil {
-		var cond string
-		cond, args = pgSpan(t.tgtKey, s, 1)
-		q += " WHERE " + cond + " ORDER BY " + strings.Join(t.tgtOrder, ", ")
+	return t.pgSpanQuery(t.tgtCols, t.tgtFrom(false), t.tgtKey, t.tgtOrder, s)
+}
+
+// pgSpanQuery selects cols from a PostgreSQL table over span s of key
+// columns key, ordered by order; a keyless table is read whole.
+func (t *table) pgSpanQuery(cols []string, from string, key, order []string, s span) (string, [][]byte) {
+	q := "SELECT " + strings.Join(cols, ", ") + " FROM " + from
+	if t.key == nil {
+		return q, nil
 	}
-	return q, args
+	cond, args := pgSpan(key, s, 1)
+	return q + " WHERE " + cond + " ORDER BY " + strings.Join(order, ", "), args
 }
 
 // mysqlTargetQuery is srcQuery for a MySQL target: span bounds are
