@@ -534,13 +534,20 @@ func timeNative(ctx context.Context, srcDSN, subDSN string, streaming bool, prob
 	if err := execSQL(ctx, subDSN, `ALTER SUBSCRIPTION native SET (streaming = `+opt+`)`); err != nil {
 		return result{}, err
 	}
+	// One session polls: a connection per poll would cost the target a
+	// backend start every 20 ms, counted against the subscription.
+	poll, err := pgx.Connect(ctx, subDSN)
+	if err != nil {
+		return result{}, err
+	}
+	defer poll.Close(ctx)
 	start := time.Now()
 	if err := execSQL(ctx, subDSN, `ALTER SUBSCRIPTION native ENABLE`); err != nil {
 		return result{}, err
 	}
 	for {
-		got, err := queryText(ctx, subDSN, probe)
-		if err != nil {
+		var got string
+		if err := poll.QueryRow(ctx, probe).Scan(&got); err != nil {
 			return result{}, err
 		}
 		if got == want {
