@@ -44,9 +44,9 @@ func procStat(pid int) (ppid int, self, reaped time.Duration, err error) {
 
 // treeCPU is the CPU time a server has used so far: its main process,
 // the children it reaped (PostgreSQL's ended backends) and those still
-// running (backends, walsenders, the apply worker). A child that ends
-// between the two readings may be counted twice or not at all, which at
-// the bench's scale is noise.
+// running (backends, walsenders, the apply worker). A child reaped
+// between the two readings is missed, so timeCPU lets the sessions of a
+// consumer that just ended be reaped before it reads.
 func treeCPU(pid int) (time.Duration, error) {
 	_, self, reaped, err := procStat(pid)
 	if err != nil {

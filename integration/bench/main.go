@@ -336,6 +336,9 @@ func (b *bench) timeCPU(ctx context.Context, k consumer) (result, error) {
 	if err != nil {
 		return r, err
 	}
+	// The consumer's walsender and target session end with it: let the
+	// servers reap them, or their CPU time would be missed.
+	time.Sleep(500 * time.Millisecond)
 	after, err := b.serverCPU()
 	if err != nil {
 		return r, err
