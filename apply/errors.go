@@ -112,6 +112,9 @@ type Origin struct {
 	Table  source.TableName
 	Txn    *source.Txn
 	Expect int // rows the statement must affect; -1 for any
+	// Net: the statement applies the net change of several source
+	// changes (Net); Txn is the last of their transactions.
+	Net bool
 }
 
 // Fail wraps err as the Error of this origin.

@@ -145,6 +145,10 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			backoff = p.cfg.Backoff
 		}
 		wait := backoff
+		var replay *ReplayError
+		if errors.As(err, &replay) {
+			wait = 0 // not a fault of the connection: replay at once
+		}
 		if !busySince.IsZero() {
 			// The previous session's walsender goes away as soon as it
 			// notices its client died: look again soon.

@@ -19,6 +19,17 @@ type TargetTable struct {
 	Columns     []TargetColumn
 	PrimaryKey  []string // column names, in key order
 	Partitioned bool
+	// Unique lists the unique constraints and indexes (the primary key
+	// among them) that are checked at once, on plain columns, for every
+	// row: column names.
+	Unique [][]string
+	// OtherUnique: the table has a uniqueness the target checks otherwise
+	// (a partial, expression or deferrable unique index, an exclusion
+	// constraint).
+	OtherUnique bool
+	// Triggers: triggers or rules fire for replicated rows (on PostgreSQL
+	// those enabled ALWAYS or REPLICA, and rewrite rules; on MySQL any).
+	Triggers bool
 }
 
 // TargetColumn is one column of a TargetTable.
@@ -33,7 +44,9 @@ type TargetColumn struct {
 	// to it is coerced as an inserted one was; PostgreSQL targets only.
 	Type string
 	// Compare is how a whole-row match compares the column with an old
-	// value; PostgreSQL targets only.
+	// value (PostgreSQL targets). CompareEqual also says that equal values
+	// are identical, which compaction asks of key columns (NetMode); MySQL
+	// targets set it where that holds.
 	Compare Compare
 }
 
@@ -97,6 +110,8 @@ type Plan struct {
 	// Generated names the target columns the target computes itself; the
 	// source's values for them are not written.
 	Generated []string
+	// Net is how freely the table's changes may be gathered (NetMode).
+	Net NetMode
 }
 
 // NewPlan matches a relation against the target table, renaming and
@@ -148,6 +163,7 @@ func NewPlan(rel *source.Relation, tgt TargetTable, rules ColumnRules) (*Plan, e
 		p.Key = p.indexesOf(tgt.PrimaryKey)
 	}
 	p.WholeRow = len(p.Key) == 0 || rel.Identity == source.IdentityFull
+	p.Net = netMode(p, tgt)
 	return p, nil
 }
 

@@ -56,19 +56,22 @@ type insertRun struct {
 	plan  *plan
 	txn   *source.Txn
 	n     int              // rows in the run
-	first []*source.Change // its first rows, while it is short
+	first [][]source.Value // its first rows, while it is short
 	buf   []byte           // its rows in COPY text format, once it is long
+	// net: the rows are a window's net inserts (net.go), of several
+	// transactions; txn is the last.
+	net bool
 }
 
 func (r *insertRun) start(p *plan, txn *source.Txn) {
 	r.plan, r.txn = p, txn
 }
 
-// add takes the row of insert c.
-func (r *insertRun) add(c *source.Change) error {
+// add takes an inserted row.
+func (r *insertRun) add(row []source.Value) error {
 	r.n++
 	if r.n < copyMinRows {
-		r.first = append(r.first, c)
+		r.first = append(r.first, row)
 		return nil
 	}
 	for _, f := range r.first {
@@ -78,16 +81,16 @@ func (r *insertRun) add(c *source.Change) error {
 	}
 	clear(r.first)
 	r.first = r.first[:0]
-	return r.render(c)
+	return r.render(row)
 }
 
-// render appends c's row in COPY text format.
-func (r *insertRun) render(c *source.Change) error {
+// render appends row in COPY text format.
+func (r *insertRun) render(row []source.Value) error {
 	for n, i := range r.plan.Cols {
 		if n > 0 {
 			r.buf = append(r.buf, '\t')
 		}
-		switch v := c.New[i]; v.Kind {
+		switch v := row[i]; v.Kind {
 		case source.ValueNull:
 			r.buf = append(r.buf, `\N`...)
 		case source.ValueText:
@@ -101,7 +104,7 @@ func (r *insertRun) render(c *source.Change) error {
 }
 
 func (r *insertRun) reset() {
-	r.plan, r.txn, r.n = nil, nil, 0
+	r.plan, r.txn, r.n, r.net = nil, nil, 0, false
 	clear(r.first)
 	r.first = r.first[:0]
 	r.buf = r.buf[:0]

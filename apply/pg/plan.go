@@ -16,6 +16,11 @@ type plan struct {
 	insertSQL string
 	copySQL   string
 	shapes    *mapping.Shapes // UPDATE and DELETE statements
+	// Set-based statements of a window of net changes (net.go), rendered
+	// on first use: the DELETE, and the UPDATEs by mask of set columns.
+	isKey     []bool // by source column
+	netDelete string
+	netUpdate map[string]string
 }
 
 func (t *Target) plan(ctx context.Context, rel *source.Relation) (*plan, error) {
@@ -43,6 +48,11 @@ func (t *Target) plan(ctx context.Context, rel *source.Relation) (*plan, error) 
 			Delete: func(m mapping.Match) string { return renderDelete(mp, m) },
 			Nulls:  true,
 		}),
+		netUpdate: map[string]string{},
+	}
+	p.isKey = make([]bool, len(rel.Columns))
+	for _, i := range mp.Key {
+		p.isKey[i] = true
 	}
 	t.plans[rel] = p
 	t.last = p

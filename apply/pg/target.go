@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,6 +29,10 @@ type Config struct {
 	Pipeline string
 	Router   *mapping.Router // source table → target table; identity when nil
 	Columns  map[source.TableName]mapping.ColumnRules
+	// Plain applies every change on its own, in source order, never
+	// gathering a window of net changes (apply.Net): for a target whose
+	// own consumers must see every intermediate row state (--compact=false).
+	Plain bool
 	// SkipUnsupportedDDL records and skips a schema change decant cannot
 	// translate instead of stopping (--on-unsupported-ddl skip).
 	SkipUnsupportedDDL bool
@@ -62,6 +67,13 @@ type Target struct {
 	batch batch
 	run   insertRun
 	args  [][]byte // scratch parameter list, reused row after row
+
+	// A window of net changes (net.go) and when not to gather one.
+	net    apply.Net[*plan]
+	replay apply.Replay
+	arrays textArrays
+	masks  []updateGroup
+	mask   []byte
 
 	streams map[uint32]*stream // transactions streamed while in progress, by xid (stream.go)
 	gone    []int32            // backend pids of sessions given up, until fence saw them end
@@ -185,14 +197,16 @@ func (t *Target) Close(ctx context.Context) {
 	t.conn, t.inTx, t.last = nil, false, nil
 	t.batch.reset()
 	t.run.reset()
+	t.net.Reset()
 }
 
 // Apply writes changes of txn into the open transaction.
 func (t *Target) Apply(ctx context.Context, txn *source.Txn, changes []source.Change) error {
 	t.begin(txn)
+	gather := t.replay.Gather(txn) && !t.cfg.Plain
 	for i := range changes {
 		c := &changes[i]
-		if err := t.change(ctx, txn, c); err != nil {
+		if err := t.change(ctx, txn, c, gather); err != nil {
 			return t.lacksColumns(ctx, apply.ChangeError(txn, c, err))
 		}
 	}
@@ -208,21 +222,33 @@ func (t *Target) begin(txn *source.Txn) {
 	}
 }
 
-func (t *Target) change(ctx context.Context, txn *source.Txn, c *source.Change) error {
-	if c.Op == source.OpDDL {
+// change applies c: into the window of net changes when gather allows
+// and the table's plan takes it (apply.Net), else on its own, after the
+// window.
+func (t *Target) change(ctx context.Context, txn *source.Txn, c *source.Change, gather bool) error {
+	if c.Op == source.OpDDL || c.Op == source.OpTruncate {
+		if err := t.sendNet(ctx); err != nil {
+			return err
+		}
 		if err := t.endRun(ctx); err != nil {
 			return err
 		}
-		return t.applyDDL(ctx, txn, c.DDL)
-	}
-	if c.Op == source.OpTruncate {
-		if err := t.endRun(ctx); err != nil {
-			return err
+		if c.Op == source.OpDDL {
+			return t.applyDDL(ctx, txn, c.DDL)
 		}
 		return t.truncate(ctx, txn, c)
 	}
 	p, err := t.plan(ctx, c.Rel)
 	if err != nil {
+		return err
+	}
+	if gather && t.net.Add(p, p.Plan, txn, c) {
+		if t.net.Full() {
+			return t.sendNet(ctx)
+		}
+		return nil
+	}
+	if err := t.sendNet(ctx); err != nil {
 		return err
 	}
 	if c.Op == source.OpInsert {
@@ -234,7 +260,7 @@ func (t *Target) change(ctx context.Context, txn *source.Txn, c *source.Change) 
 			}
 			t.run.start(p, txn)
 		}
-		if err := t.run.add(c); err != nil {
+		if err := t.run.add(c.New); err != nil {
 			return err
 		}
 		if len(t.run.buf) >= copyBytes {
@@ -350,13 +376,13 @@ func (t *Target) endRun(ctx context.Context) error {
 		if err != nil {
 			return &apply.Error{Op: "insert", Table: r.plan.Target, Xid: r.txn.Xid, Commit: r.txn.Commit, Err: err}
 		}
-		for _, c := range r.first {
+		for _, row := range r.first {
 			args := t.args[:0]
 			for _, i := range r.plan.Cols {
-				args = append(args, param(c.New[i]))
+				args = append(args, param(row[i]))
 			}
 			t.args = args
-			t.batch.addPrepared(name, args, apply.Origin{Op: "insert", Table: r.plan.Target, Txn: r.txn, Expect: 1})
+			t.batch.addPrepared(name, args, apply.Origin{Op: "insert", Table: r.plan.Target, Txn: r.txn, Expect: 1, Net: r.net})
 		}
 		return t.maybeFlush(ctx)
 	}
@@ -371,7 +397,11 @@ func (t *Target) endRun(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		return &apply.Error{Op: "insert", Table: r.plan.Target, Xid: r.txn.Xid, Commit: r.txn.Commit, Err: describe(err)}
+		err = &apply.Error{Op: "insert", Table: r.plan.Target, Xid: r.txn.Xid, Commit: r.txn.Commit, Err: describe(err)}
+		if r.net {
+			err = t.replay.Fail(err)
+		}
+		return err
 	}
 	return nil
 }
@@ -401,11 +431,17 @@ func (t *Target) sendBatch(ctx context.Context) error {
 		case info.Expect >= 0 && tag.RowsAffected() != int64(info.Expect):
 			failed = info.Fail(rowCountError(info, tag.RowsAffected()))
 		}
+		if failed != nil && info.Net {
+			failed = t.replay.Fail(failed)
+		}
 	}
 	if err := mrr.Close(); err != nil && failed == nil {
 		failed = describe(err)
 		if i < len(t.batch.info) {
 			failed = t.batch.info[i].Fail(failed)
+			if t.batch.info[i].Net {
+				failed = t.replay.Fail(failed)
+			}
 		}
 	}
 	return failed
@@ -415,8 +451,12 @@ func rowCountError(info apply.Origin, got int64) error {
 	switch {
 	case info.Op == "checkpoint":
 		return fmt.Errorf("%w: the stored checkpoint is past this position; another decant is applying this pipeline, stop it", checkpoint.ErrRegressed)
-	case got == 0:
-		return errors.New("no target row matches the source row's key: the target has diverged from the source (a row was changed or removed behind decant's back, the table was not copied before streaming, or the source changed a column the target has as GENERATED ALWAYS AS IDENTITY)")
+	case got < int64(info.Expect):
+		err := errors.New("no target row matches the source row's key: the target has diverged from the source (a row was changed or removed behind decant's back, the table was not copied before streaming, or the source changed a column the target has as GENERATED ALWAYS AS IDENTITY)")
+		if info.Expect > 1 {
+			err = fmt.Errorf("%d of %d rows found; %w", got, info.Expect, err)
+		}
+		return err
 	}
 	return fmt.Errorf("%d target rows match the source row's key, expected 1: the target table lacks the source's primary key or unique constraint", got)
 }
@@ -424,6 +464,9 @@ func rowCountError(info apply.Origin, got int64) error {
 // Commit writes the checkpoint and commits; with no transaction open it
 // writes the checkpoint alone.
 func (t *Target) Commit(ctx context.Context, cp checkpoint.Row) error {
+	if err := t.sendNet(ctx); err != nil {
+		return t.lacksColumns(ctx, err)
+	}
 	if err := t.endRun(ctx); err != nil {
 		return t.lacksColumns(ctx, err)
 	}
@@ -444,6 +487,7 @@ func (t *Target) Commit(ctx context.Context, cp checkpoint.Row) error {
 		if err != nil {
 			return &apply.Error{Op: "commit", Xid: cp.Xid, Commit: cp.Commit, Err: describe(err)}
 		}
+		t.replay.Committed()
 		return nil
 	})
 }
@@ -452,6 +496,7 @@ func (t *Target) Commit(ctx context.Context, cp checkpoint.Row) error {
 func (t *Target) Rollback(ctx context.Context) error {
 	t.batch.reset()
 	t.run.reset()
+	t.net.Reset()
 	if !t.inTx || t.conn == nil {
 		t.inTx = false
 		return nil
@@ -538,7 +583,46 @@ func Inspect(ctx context.Context, conn *pgx.Conn, name source.TableName) (*mappi
 	if err != nil {
 		return nil, fmt.Errorf("read primary key of target table %s: %w", name, err)
 	}
+	if err := inspectUnique(ctx, conn, oid, tt); err != nil {
+		return nil, fmt.Errorf("read unique indexes and triggers of target table %s: %w", name, err)
+	}
 	return tt, nil
+}
+
+// inspectUnique reads what decides whether the table's changes may be
+// compacted (mapping.NetMode): its unique indexes and exclusion
+// constraints, and triggers or rules that fire for replicated rows
+// (session_replication_role = replica fires those enabled ALWAYS or
+// REPLICA). A unique index counts as Unique when it is checked at once for
+// every row: not partial, on plain columns, not deferrable, and valid (an
+// index being built concurrently may already be checked).
+func inspectUnique(ctx context.Context, conn *pgx.Conn, oid uint32, tt *mapping.TargetTable) error {
+	rows, err := conn.Query(ctx, `SELECT i.indisunique AND NOT i.indisexclusion AND i.indimmediate AND i.indisvalid
+			AND i.indpred IS NULL AND i.indexprs IS NULL AND bool_and(a.attname IS NOT NULL),
+			array_agg(coalesce(a.attname::text, '') ORDER BY k.ord)
+		FROM pg_index i
+		CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+		LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum AND k.attnum > 0
+		WHERE i.indrelid = $1 AND (i.indisunique OR i.indisexclusion) AND k.ord <= i.indnkeyatts
+		GROUP BY i.indexrelid, i.indisunique, i.indisexclusion, i.indimmediate, i.indisvalid, i.indpred IS NULL, i.indexprs IS NULL`, oid)
+	if err != nil {
+		return err
+	}
+	var plain bool
+	var cols []string
+	_, err = pgx.ForEachRow(rows, []any{&plain, &cols}, func() error {
+		if plain {
+			tt.Unique = append(tt.Unique, slices.Clone(cols))
+		} else {
+			tt.OtherUnique = true
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgrelid = $1 AND NOT tgisinternal AND tgenabled IN ('A', 'R'))
+		OR EXISTS (SELECT 1 FROM pg_rewrite WHERE ev_class = $1)`, oid).Scan(&tt.Triggers)
 }
 
 // columnsSQL reads the columns of table $1: name, generated, identity

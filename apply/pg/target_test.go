@@ -233,6 +233,18 @@ var (
 
 func newRecFixture(t *testing.T, pg *harness.Postgres) *recFixture {
 	t.Helper()
+	return newRecFixtureWith(t, pg, Config{})
+}
+
+// newPlainRecFixture is a fixture whose Target applies every change on
+// its own (Config.Plain), for tests of that statement sequence.
+func newPlainRecFixture(t *testing.T, pg *harness.Postgres) *recFixture {
+	t.Helper()
+	return newRecFixtureWith(t, pg, Config{Plain: true})
+}
+
+func newRecFixtureWith(t *testing.T, pg *harness.Postgres, cfg Config) *recFixture {
+	t.Helper()
 	ctx := t.Context()
 	name := "rec_" + strings.ToLower(strings.NewReplacer("/", "_", "-", "_").Replace(t.Name()))
 	name = name[:min(len(name), 63)]
@@ -253,7 +265,8 @@ func newRecFixture(t *testing.T, pg *harness.Postgres) *recFixture {
 	}
 
 	rec, port := startRecProxy(t, fmt.Sprintf("127.0.0.1:%d", pg.Port))
-	target, err := New(Config{DSN: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", port, name), Pipeline: "p"})
+	cfg.DSN, cfg.Pipeline = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", port, name), "p"
+	target, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +430,7 @@ func TestRecordingTarget(t *testing.T) {
 	pg := harness.PostgresT(t, harness.PostgresOptions{})
 
 	t.Run("commit writes rows and checkpoint in one transaction", func(t *testing.T) {
-		f := newRecFixture(t, pg)
+		f := newPlainRecFixture(t, pg)
 		txn := &source.Txn{Xid: 7, Commit: 200, CommitTime: recCommitAt}
 		err := f.target.Apply(f.ctx, txn, []source.Change{
 			recInsert(recT, "1", "a"),
@@ -470,16 +483,16 @@ func TestRecordingTarget(t *testing.T) {
 		if i, j := slices.Index(tr, recCheckpoint), slices.Index(tr, recCommit); i < 0 || j < i {
 			t.Errorf("checkpoint at %d, COMMIT at %d: the checkpoint must be written before COMMIT", i, j)
 		}
-		// Sync ends each extended-protocol round trip. 10 of them:
-		//   6  catalog lookups of public.t (Inspect: 3 queries, each a
+		// Sync ends each extended-protocol round trip. 14 of them:
+		//   10 catalog lookups of public.t (Inspect: 5 queries, each a
 		//      Prepare and an Execute round trip with pgx's statement cache)
 		//   3  Prepare of the INSERT, UPDATE and DELETE (once per session)
 		//   1  the batch: BEGIN, 5 row statements, checkpoint
 		// COMMIT is a simple Query (its own round trip, no Sync). A second
 		// transaction of the same shapes needs only the batch and COMMIT
 		// (see "group commit").
-		if n := recCount(tr, "Sync"); n != 10 {
-			t.Errorf("%d Syncs, want 10", n)
+		if n := recCount(tr, "Sync"); n != 14 {
+			t.Errorf("%d Syncs, want 14", n)
 		}
 		if n := recCount(txTrace, "Sync"); n != 1 {
 			t.Errorf("the transaction took %d round trips before COMMIT, want 1", n)
@@ -544,7 +557,7 @@ func TestRecordingTarget(t *testing.T) {
 	})
 
 	t.Run("group commit", func(t *testing.T) {
-		f := newRecFixture(t, pg)
+		f := newPlainRecFixture(t, pg)
 		txn1 := &source.Txn{Xid: 8, Commit: 300}
 		txn2 := &source.Txn{Xid: 9, Commit: 400, CommitTime: recCommitAt}
 		if err := f.target.Apply(f.ctx, txn1, []source.Change{recInsert(recT, "1", "one")}); err != nil {
@@ -604,7 +617,7 @@ func TestRecordingTarget(t *testing.T) {
 	})
 
 	t.Run("rollback", func(t *testing.T) {
-		f := newRecFixture(t, pg)
+		f := newPlainRecFixture(t, pg)
 		if _, err := f.db.Exec(f.ctx, `INSERT INTO t VALUES (1, 'keep')`); err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,354 @@
+package apply
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/decant/decant/mapping"
+	"github.com/decant/decant/source"
+)
+
+// Net gathers the row changes of a window inside one target transaction
+// and keeps, per table, only what they add up to (mapping.NetMode says
+// which tables may be gathered, and how): a writer then sends each table's
+// deletes, updates and inserts as a few set-based statements rather than
+// one statement per change, and a row that a window changes many times (a
+// hot row) is written once. Hot rows matter beyond the statement count:
+// every update of a row inside one long transaction leaves a row version
+// that later updates of the row must step over.
+//
+// Per key, a window's changes fold so (a key is "absent" before its first
+// change in the window):
+//
+//	absent  + insert → Insert       Insert  + update → Insert (final row)
+//	absent  + update → Update       Insert  + delete → nothing
+//	absent  + delete → Delete       Update  + update → Update (merged)
+//	Delete  + insert → Replace      Update  + delete → Delete
+//	Replace + update → Replace      Replace + delete → Delete
+//	nothing + insert → Insert
+//
+// An update that changes the key is a delete of the old key and an insert
+// of the new row, when the new row is whole (no unchanged TOAST value to
+// take from the old row). Every other sequence (a second insert of a key,
+// a change of a deleted row) cannot come from a consistent source and
+// target: Add refuses it, so that the writer applies it on its own and
+// the target reports what is wrong, as without compaction.
+//
+// A Net holds references to the changes' values, not copies, and is
+// bounded by NetRows and NetBytes: past them the writer sends the window.
+// A Net is not safe for concurrent use.
+type Net[P comparable] struct {
+	tables []*NetTable[P]
+	index  map[P]*NetTable[P]
+	rows   int
+	bytes  int
+	key    []byte // scratch key encoding
+}
+
+// Limits of a window: the writer sends it once either is reached.
+const (
+	NetRows  = 20000
+	NetBytes = 8 << 20
+)
+
+// NetKind is what a key's changes in a window add up to.
+type NetKind uint8
+
+const (
+	NetNone    NetKind = iota // inserted and deleted again
+	NetInsert                 // insert Row
+	NetUpdate                 // set Row's changed columns of the row at Key
+	NetDelete                 // delete the row at Key
+	NetReplace                // delete the row at Key, then insert Row
+)
+
+// NetRow is the net change of one key (or, for a NetAppend table, one
+// insert).
+type NetRow struct {
+	Kind NetKind
+	// Key is a row image (indexed like the relation's columns) holding
+	// the key of the row the window found on the target: read its
+	// mapping.Plan.Key columns. Set for NetUpdate, NetDelete, NetReplace.
+	Key []source.Value
+	// Row is the row to insert, or for NetUpdate the new values, with
+	// source.ValueUnchanged for columns no update of the window set.
+	Row []source.Value
+	// Txn is the transaction of the key's last change.
+	Txn   *source.Txn
+	owned bool // Row is the Net's own copy, free to merge into
+}
+
+// NetTable is one table's net changes, in the order of each key's first
+// change.
+type NetTable[P comparable] struct {
+	Plan P
+	Map  *mapping.Plan
+	Rows []NetRow
+	keys map[string]int // index in Rows; NetCompact only
+}
+
+// Empty reports whether the window holds nothing.
+func (n *Net[P]) Empty() bool { return n.rows == 0 }
+
+// Full reports whether the window reached a limit and should be sent.
+func (n *Net[P]) Full() bool { return n.rows >= NetRows || n.bytes >= NetBytes }
+
+// Tables lists the window's tables in the order of their first change.
+func (n *Net[P]) Tables() []*NetTable[P] { return n.tables }
+
+// Reset empties the window.
+func (n *Net[P]) Reset() {
+	clear(n.tables)
+	n.tables = n.tables[:0]
+	clear(n.index)
+	n.rows, n.bytes = 0, 0
+}
+
+// Add folds change c of txn, a row change of table p (whose mapping is
+// mp), into the window. It reports false, leaving the window as it was,
+// when c cannot be folded: the writer then sends the window and applies
+// c on its own.
+func (n *Net[P]) Add(p P, mp *mapping.Plan, txn *source.Txn, c *source.Change) bool {
+	switch {
+	case mp.Net == mapping.NetAppend && c.Op == source.OpInsert:
+		t := n.table(p, mp)
+		t.Rows = append(t.Rows, NetRow{Kind: NetInsert, Row: c.New, Txn: txn})
+	case mp.Net == mapping.NetCompact:
+		if !n.fold(p, mp, txn, c) {
+			return false
+		}
+	default:
+		return false
+	}
+	n.rows++
+	n.bytes += rowBytes(c.Old) + rowBytes(c.New)
+	return true
+}
+
+func (n *Net[P]) table(p P, mp *mapping.Plan) *NetTable[P] {
+	if t, ok := n.index[p]; ok {
+		return t
+	}
+	if n.index == nil {
+		n.index = map[P]*NetTable[P]{}
+	}
+	t := &NetTable[P]{Plan: p, Map: mp}
+	if mp.Net == mapping.NetCompact {
+		t.keys = map[string]int{}
+	}
+	n.index[p] = t
+	n.tables = append(n.tables, t)
+	return t
+}
+
+// fold applies the table of Net's doc comment.
+func (n *Net[P]) fold(p P, mp *mapping.Plan, txn *source.Txn, c *source.Change) bool {
+	switch c.Op {
+	case source.OpInsert:
+		k, ok := n.encode(mp, c.New)
+		if !ok {
+			return false
+		}
+		t := n.table(p, mp)
+		if !t.canInsert(k) {
+			return false
+		}
+		t.insert(k, c.New, txn)
+	case source.OpDelete:
+		k, ok := n.encode(mp, c.Old)
+		if !ok {
+			return false
+		}
+		t := n.table(p, mp)
+		if !t.canChange(k) {
+			return false
+		}
+		t.delete(k, c.Old, txn)
+	case source.OpUpdate:
+		if mp.KeyChanged(c) {
+			return n.move(p, mp, txn, c)
+		}
+		k, ok := n.encode(mp, c.New)
+		if !ok {
+			return false
+		}
+		t := n.table(p, mp)
+		if !t.canChange(k) {
+			return false
+		}
+		t.update(k, c.New, txn)
+	default:
+		return false
+	}
+	return true
+}
+
+// move folds an update that changed the key: a delete of the old key and
+// an insert of the new row.
+func (n *Net[P]) move(p P, mp *mapping.Plan, txn *source.Txn, c *source.Change) bool {
+	for _, i := range mp.Cols {
+		if c.New[i].Kind == source.ValueUnchanged {
+			return false
+		}
+	}
+	oldKey, ok := n.encode(mp, c.Old)
+	if !ok {
+		return false
+	}
+	newKey, ok := n.encode(mp, c.New) // a copy: encode reuses its buffer
+	if !ok {
+		return false
+	}
+	t := n.table(p, mp)
+	if !t.canChange(oldKey) || !t.canInsert(newKey) {
+		return false
+	}
+	t.delete(oldKey, c.Old, txn)
+	t.insert(newKey, c.New, txn)
+	return true
+}
+
+// encode returns the key of row as a map key; false when a key value is
+// not a plain text or NULL value (the row cannot be told by it here).
+func (n *Net[P]) encode(mp *mapping.Plan, row []source.Value) (string, bool) {
+	if row == nil {
+		return "", false
+	}
+	b := n.key[:0]
+	for _, i := range mp.Key {
+		v := row[i]
+		if v.Kind != source.ValueText && v.Kind != source.ValueNull {
+			return "", false
+		}
+		b = append(b, byte(v.Kind))
+		b = binary.AppendUvarint(b, uint64(len(v.Data)))
+		b = append(b, v.Data...)
+	}
+	n.key = b
+	return string(b), true
+}
+
+func (t *NetTable[P]) canInsert(k string) bool {
+	i, ok := t.keys[k]
+	return !ok || t.Rows[i].Kind == NetNone || t.Rows[i].Kind == NetDelete
+}
+
+func (t *NetTable[P]) canChange(k string) bool {
+	i, ok := t.keys[k]
+	return !ok || (t.Rows[i].Kind != NetNone && t.Rows[i].Kind != NetDelete)
+}
+
+func (t *NetTable[P]) insert(k string, row []source.Value, txn *source.Txn) {
+	i, ok := t.keys[k]
+	if !ok {
+		t.keys[k] = len(t.Rows)
+		t.Rows = append(t.Rows, NetRow{Kind: NetInsert, Row: row, Txn: txn})
+		return
+	}
+	r := &t.Rows[i]
+	r.Kind, r.Row, r.Txn, r.owned = NetInsert, row, txn, false
+	if r.Key != nil {
+		r.Kind = NetReplace // deleted first: the target has the old row
+	}
+}
+
+func (t *NetTable[P]) delete(k string, old []source.Value, txn *source.Txn) {
+	i, ok := t.keys[k]
+	if !ok {
+		t.keys[k] = len(t.Rows)
+		t.Rows = append(t.Rows, NetRow{Kind: NetDelete, Key: old, Txn: txn})
+		return
+	}
+	r := &t.Rows[i]
+	r.Row, r.Txn, r.owned = nil, txn, false
+	if r.Key == nil {
+		r.Kind = NetNone // inserted in this window: never reached the target
+	} else {
+		r.Kind = NetDelete
+	}
+}
+
+func (t *NetTable[P]) update(k string, row []source.Value, txn *source.Txn) {
+	i, ok := t.keys[k]
+	if !ok {
+		t.keys[k] = len(t.Rows)
+		t.Rows = append(t.Rows, NetRow{Kind: NetUpdate, Key: row, Row: row, Txn: txn})
+		return
+	}
+	r := &t.Rows[i]
+	r.Txn = txn
+	if !r.owned {
+		r.Row, r.owned = append([]source.Value(nil), r.Row...), true
+	}
+	for col, v := range row {
+		if v.Kind != source.ValueUnchanged {
+			r.Row[col] = v
+		}
+	}
+}
+
+func rowBytes(row []source.Value) int {
+	n := 0
+	for _, v := range row {
+		n += len(v.Data) + 8
+	}
+	return n
+}
+
+// Compaction and set-based statements apply many source changes with one
+// target statement; when one fails on something other than the connection
+// (a row the target lacks, a duplicate key, a value it refuses), it cannot
+// say which change the target disagrees with. Replay then has the pipeline
+// resume from the checkpoint while the writer applies, one change at a
+// time, the transactions that were in the failed target transaction: the
+// failure, if the target still disagrees, comes again, naming its change.
+
+// ReplayError asks for that replay; it is retryable.
+type ReplayError struct{ Err error }
+
+func (e *ReplayError) Error() string {
+	return fmt.Sprintf("%v; the statement applied several source changes at once, so decant applies them again one by one to name the change that fails", e.Err)
+}
+func (e *ReplayError) Unwrap() error   { return e.Err }
+func (e *ReplayError) Retryable() bool { return true }
+
+// Replay is a writer's account of when to gather changes (Net) and when
+// to apply them one by one: after a ReplayError, for as many source
+// transactions as the failed target transaction held.
+type Replay struct {
+	cur   *source.Txn
+	plain bool // cur is applied change by change
+	seen  int  // transactions begun since the last commit
+	left  int  // transactions still to apply change by change
+}
+
+// Gather reports whether the changes of txn may be gathered; call it for
+// every call of Apply.
+func (r *Replay) Gather(txn *source.Txn) bool {
+	if txn != r.cur {
+		r.cur = txn
+		r.seen++
+		r.plain = r.left > 0
+		if r.left > 0 {
+			r.left--
+		}
+	}
+	return !r.plain && !txn.Streamed
+}
+
+// Committed starts the count of the next target transaction.
+func (r *Replay) Committed() { r.seen, r.cur = 0, nil }
+
+// Fail turns err, the failure of a statement that applied gathered
+// changes, into a ReplayError, and makes the next session apply the
+// transactions of this target transaction one by one. A transient err
+// passes through: the next session gathers again.
+func (r *Replay) Fail(err error) error {
+	var replay *ReplayError
+	if err == nil || Transient(err) || errors.As(err, &replay) {
+		return err
+	}
+	r.left, r.seen, r.cur = r.seen, 0, nil
+	return &ReplayError{Err: err}
+}
