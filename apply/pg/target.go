@@ -171,8 +171,14 @@ func (t *Target) connect(ctx context.Context) error {
 	}
 	// Like PostgreSQL's apply worker: ordinary triggers and foreign key
 	// checks do not fire for replicated rows.
+	//
+	// Generic plans: a set-based statement's array of keys would otherwise
+	// be planned for its actual length, and past a few thousand keys the
+	// planner prefers hashing the whole table to looking the keys up (on
+	// a 1M-row table, 20,000 keys: 526 ms against 362 ms). Row statements
+	// find one row by key either way.
 	if err := t.bound().Do(ctx, "SET session_replication_role", func(ctx context.Context) error {
-		_, err := conn.Exec(ctx, "SET session_replication_role = replica")
+		_, err := conn.Exec(ctx, "SET session_replication_role = replica; SET plan_cache_mode = force_generic_plan")
 		return err
 	}); err != nil {
 		conn.Close(ctx)

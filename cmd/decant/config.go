@@ -55,6 +55,10 @@ type config struct {
 	// resumes from the checkpoint. "0" turns the bound off.
 	SourceTimeout string `yaml:"source_timeout"`
 	TargetTimeout string `yaml:"target_timeout"`
+	// Compact applies the net change per key of a target transaction
+	// where that ends in the same rows (default); false applies every
+	// change on its own, for targets whose consumers must see each one.
+	Compact *bool `yaml:"compact"`
 
 	// SourceKind is postgres, gaussdb or opengauss; by default from the
 	// DSN's scheme. SourceOptions are GaussDB decoding options.
@@ -69,6 +73,7 @@ type config struct {
 	memory  int // MaxTxnMemory in bytes
 
 	sourceTimeout, targetTimeout time.Duration
+	compact                      bool // the --compact flag's value
 }
 
 // sourceSpec is the source in the config file: a DSN string, or a
@@ -162,6 +167,11 @@ func addStreamFlags(cmd *cobra.Command, f *flags) {
 	fs.StringVar(&f.values.StreamApply, "stream-apply", "", "in-progress transactions streamed by PostgreSQL: spool (apply at commit) or immediate (apply as they arrive, in an open target transaction) (default spool)")
 }
 
+// addApplyFlags adds the flags of how run writes (run).
+func addApplyFlags(cmd *cobra.Command, f *flags) {
+	cmd.Flags().BoolVar(&f.values.compact, "compact", true, "inside one target transaction, apply only the net change of each row where the target ends the same (tables whose only unique key is the replicated key, without triggers), as few set-based statements; --compact=false applies every change on its own")
+}
+
 // addTimeoutFlags adds the bounds on a silent peer (run).
 func addTimeoutFlags(cmd *cobra.Command, f *flags) {
 	fs := cmd.Flags()
@@ -236,6 +246,9 @@ func (f *flags) load(cmd *cobra.Command) (config, error) {
 	if fs.Lookup("source-timeout") != nil {
 		set("source-timeout", &c.SourceTimeout, f.values.SourceTimeout)
 		set("target-timeout", &c.TargetTimeout, f.values.TargetTimeout)
+	}
+	if fs.Lookup("compact") != nil && fs.Changed("compact") {
+		c.Compact = &f.values.compact
 	}
 	if fs.Lookup("map") != nil && fs.Changed("map") {
 		c.Map = f.values.Map

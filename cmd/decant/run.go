@@ -37,6 +37,7 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 	addMappingFlags(cmd, &f)
 	addStreamFlags(cmd, &f)
 	addTimeoutFlags(cmd, &f)
+	addApplyFlags(cmd, &f)
 	cmd.Flags().BoolVar(&catchUp, "catch-up", false, "exit 0 once everything committed on the source before the start is applied")
 	cmd.Flags().DurationVar(&slotWait, "slot-wait", 60*time.Second, "how long to keep retrying while the slot is held by another session before giving up")
 	return cmd

@@ -42,8 +42,12 @@ func (c *config) router() *mapping.Router { return mapping.NewRouter(c.rules, c.
 
 func (c *config) pgConfig(log *slog.Logger) pg.Config {
 	return pg.Config{DSN: c.Target, Pipeline: c.Pipeline, Router: c.router(), Columns: c.columns,
-		SkipUnsupportedDDL: c.OnUnsupportedDDL == "skip", Timeout: c.targetTimeout, Logger: log}
+		SkipUnsupportedDDL: c.OnUnsupportedDDL == "skip", Timeout: c.targetTimeout, Plain: !c.compacts(), Logger: log}
 }
+
+// compacts reports whether run applies net changes (--compact, on unless
+// turned off).
+func (c *config) compacts() bool { return c.Compact == nil || *c.Compact }
 
 func (c *config) mysqlConfig(log *slog.Logger) mysql.Config {
 	return mysql.Config{DSN: c.Target, Pipeline: c.Pipeline, Router: c.router(), Columns: c.columns, Policy: c.policy,
