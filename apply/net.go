@@ -48,8 +48,8 @@ type Net[P comparable] struct {
 
 // Limits of a window: the writer sends it once either is reached.
 const (
-	NetRows  = 20000
-	NetBytes = 8 << 20
+	NetRows  = 10000
+	NetBytes = 4 << 20
 )
 
 // NetKind is what a key's changes in a window add up to.
