@@ -1,9 +1,11 @@
 package apply
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 
 	"github.com/decant/decant/mapping"
 	"github.com/decant/decant/source"
@@ -40,10 +42,13 @@ import (
 // A Net is not safe for concurrent use.
 type Net[P comparable] struct {
 	tables []*NetTable[P]
-	index  map[P]*NetTable[P]
-	rows   int
-	bytes  int
-	key    []byte // scratch key encoding
+	// index holds the tables of this window and, for reuse of their
+	// buffers, those of the last.
+	index map[P]*NetTable[P]
+	rows  int
+	bytes int
+	seed  maphash.Seed
+	key   []byte // scratch key encoding
 }
 
 // Limits of a window: the writer sends it once either is reached.
@@ -77,6 +82,10 @@ type NetRow struct {
 	// Txn is the transaction of the key's last change.
 	Txn   *source.Txn
 	owned bool // Row is the Net's own copy, free to merge into
+	// img is a row image holding the key (NetCompact); prev is 1 + the
+	// index of an earlier row whose key has the same hash, 0 for none.
+	img  []source.Value
+	prev int32
 }
 
 // NetTable is one table's net changes, in the order of each key's first
@@ -85,7 +94,8 @@ type NetTable[P comparable] struct {
 	Plan P
 	Map  *mapping.Plan
 	Rows []NetRow
-	keys map[string]int // index in Rows; NetCompact only
+	keys map[uint64]int32 // key hash → 1 + index in Rows of the last row with it; NetCompact only
+	used bool             // in this window
 }
 
 // Empty reports whether the window holds nothing.
@@ -97,11 +107,21 @@ func (n *Net[P]) Full() bool { return n.rows >= NetRows || n.bytes >= NetBytes }
 // Tables lists the window's tables in the order of their first change.
 func (n *Net[P]) Tables() []*NetTable[P] { return n.tables }
 
-// Reset empties the window.
+// Reset empties the window. The tables of the window just sent stay in
+// the index with their buffers, for the next; older ones go.
 func (n *Net[P]) Reset() {
+	for p, t := range n.index {
+		if !t.used {
+			delete(n.index, p)
+			continue
+		}
+		clear(t.Rows)
+		t.Rows = t.Rows[:0]
+		clear(t.keys)
+		t.used = false
+	}
 	clear(n.tables)
 	n.tables = n.tables[:0]
-	clear(n.index)
 	n.rows, n.bytes = 0, 0
 }
 
@@ -110,6 +130,9 @@ func (n *Net[P]) Reset() {
 // when c cannot be folded: the writer then sends the window and applies
 // c on its own.
 func (n *Net[P]) Add(p P, mp *mapping.Plan, txn *source.Txn, c *source.Change) bool {
+	if n.index == nil {
+		n.index, n.seed = map[P]*NetTable[P]{}, maphash.MakeSeed()
+	}
 	switch {
 	case mp.Net == mapping.NetAppend && c.Op == source.OpInsert:
 		t := n.table(p, mp)
@@ -127,18 +150,18 @@ func (n *Net[P]) Add(p P, mp *mapping.Plan, txn *source.Txn, c *source.Change) b
 }
 
 func (n *Net[P]) table(p P, mp *mapping.Plan) *NetTable[P] {
-	if t, ok := n.index[p]; ok {
-		return t
+	t, ok := n.index[p]
+	if !ok {
+		t = &NetTable[P]{Plan: p, Map: mp}
+		if mp.Net == mapping.NetCompact {
+			t.keys = map[uint64]int32{}
+		}
+		n.index[p] = t
 	}
-	if n.index == nil {
-		n.index = map[P]*NetTable[P]{}
+	if !t.used {
+		t.used = true
+		n.tables = append(n.tables, t)
 	}
-	t := &NetTable[P]{Plan: p, Map: mp}
-	if mp.Net == mapping.NetCompact {
-		t.keys = map[string]int{}
-	}
-	n.index[p] = t
-	n.tables = append(n.tables, t)
 	return t
 }
 
@@ -146,38 +169,41 @@ func (n *Net[P]) table(p P, mp *mapping.Plan) *NetTable[P] {
 func (n *Net[P]) fold(p P, mp *mapping.Plan, txn *source.Txn, c *source.Change) bool {
 	switch c.Op {
 	case source.OpInsert:
-		k, ok := n.encode(mp, c.New)
+		k, ok := n.hash(mp, c.New)
 		if !ok {
 			return false
 		}
 		t := n.table(p, mp)
-		if !t.canInsert(k) {
+		i := t.find(k, c.New)
+		if !t.canInsert(i) {
 			return false
 		}
-		t.insert(k, c.New, txn)
+		t.insert(i, k, c.New, txn)
 	case source.OpDelete:
-		k, ok := n.encode(mp, c.Old)
+		k, ok := n.hash(mp, c.Old)
 		if !ok {
 			return false
 		}
 		t := n.table(p, mp)
-		if !t.canChange(k) {
+		i := t.find(k, c.Old)
+		if !t.canChange(i) {
 			return false
 		}
-		t.delete(k, c.Old, txn)
+		t.delete(i, k, c.Old, txn)
 	case source.OpUpdate:
 		if mp.KeyChanged(c) {
 			return n.move(p, mp, txn, c)
 		}
-		k, ok := n.encode(mp, c.New)
+		k, ok := n.hash(mp, c.New)
 		if !ok {
 			return false
 		}
 		t := n.table(p, mp)
-		if !t.canChange(k) {
+		i := t.find(k, c.New)
+		if !t.canChange(i) {
 			return false
 		}
-		t.update(k, c.New, txn)
+		t.update(i, k, c.New, txn)
 	default:
 		return false
 	}
@@ -192,58 +218,82 @@ func (n *Net[P]) move(p P, mp *mapping.Plan, txn *source.Txn, c *source.Change) 
 			return false
 		}
 	}
-	oldKey, ok := n.encode(mp, c.Old)
+	oldKey, ok := n.hash(mp, c.Old)
 	if !ok {
 		return false
 	}
-	newKey, ok := n.encode(mp, c.New) // a copy: encode reuses its buffer
+	newKey, ok := n.hash(mp, c.New)
 	if !ok {
 		return false
 	}
 	t := n.table(p, mp)
-	if !t.canChange(oldKey) || !t.canInsert(newKey) {
+	o := t.find(oldKey, c.Old)
+	if !t.canChange(o) || !t.canInsert(t.find(newKey, c.New)) {
 		return false
 	}
-	t.delete(oldKey, c.Old, txn)
-	t.insert(newKey, c.New, txn)
+	t.delete(o, oldKey, c.Old, txn)
+	t.insert(t.find(newKey, c.New), newKey, c.New, txn) // found again: delete may have added a row
 	return true
 }
 
-// encode returns the key of row as a map key; false when a key value is
-// not a plain text or NULL value (the row cannot be told by it here).
-func (n *Net[P]) encode(mp *mapping.Plan, row []source.Value) (string, bool) {
+// hash returns the hash of row's key; false when a key value is not a
+// plain text or NULL value (the row cannot be told by it here).
+func (n *Net[P]) hash(mp *mapping.Plan, row []source.Value) (uint64, bool) {
 	if row == nil {
-		return "", false
+		return 0, false
 	}
 	b := n.key[:0]
 	for _, i := range mp.Key {
 		v := row[i]
 		if v.Kind != source.ValueText && v.Kind != source.ValueNull {
-			return "", false
+			return 0, false
 		}
 		b = append(b, byte(v.Kind))
 		b = binary.AppendUvarint(b, uint64(len(v.Data)))
 		b = append(b, v.Data...)
 	}
 	n.key = b
-	return string(b), true
+	return maphash.Bytes(n.seed, b), true
 }
 
-func (t *NetTable[P]) canInsert(k string) bool {
-	i, ok := t.keys[k]
-	return !ok || t.Rows[i].Kind == NetNone || t.Rows[i].Kind == NetDelete
+// find returns the index in Rows of the row whose key is img's (its hash
+// k), -1 for none.
+func (t *NetTable[P]) find(k uint64, img []source.Value) int {
+	for i := t.keys[k]; i != 0; i = t.Rows[i-1].prev {
+		if sameKey(t.Map, t.Rows[i-1].img, img) {
+			return int(i - 1)
+		}
+	}
+	return -1
 }
 
-func (t *NetTable[P]) canChange(k string) bool {
-	i, ok := t.keys[k]
-	return !ok || (t.Rows[i].Kind != NetNone && t.Rows[i].Kind != NetDelete)
+func sameKey(mp *mapping.Plan, a, b []source.Value) bool {
+	for _, i := range mp.Key {
+		if a[i].Kind != b[i].Kind || !bytes.Equal(a[i].Data, b[i].Data) {
+			return false
+		}
+	}
+	return true
 }
 
-func (t *NetTable[P]) insert(k string, row []source.Value, txn *source.Txn) {
-	i, ok := t.keys[k]
-	if !ok {
-		t.keys[k] = len(t.Rows)
-		t.Rows = append(t.Rows, NetRow{Kind: NetInsert, Row: row, Txn: txn})
+// add appends a row for a key not yet in the window.
+func (t *NetTable[P]) add(k uint64, r NetRow) {
+	r.prev = t.keys[k]
+	t.Rows = append(t.Rows, r)
+	t.keys[k] = int32(len(t.Rows))
+}
+
+func (t *NetTable[P]) canInsert(i int) bool {
+	return i < 0 || t.Rows[i].Kind == NetNone || t.Rows[i].Kind == NetDelete
+}
+
+func (t *NetTable[P]) canChange(i int) bool {
+	return i < 0 || (t.Rows[i].Kind != NetNone && t.Rows[i].Kind != NetDelete)
+}
+
+func (t *NetTable[P]) insert(i int, k uint64, row []source.Value, txn *source.Txn) {
+	if i < 0 {
+		t.add(k, NetRow{Kind: NetInsert, Row: row, Txn: txn, img: row})
 		return
 	}
 	r := &t.Rows[i]
@@ -253,11 +303,9 @@ func (t *NetTable[P]) insert(k string, row []source.Value, txn *source.Txn) {
 	}
 }
 
-func (t *NetTable[P]) delete(k string, old []source.Value, txn *source.Txn) {
-	i, ok := t.keys[k]
-	if !ok {
-		t.keys[k] = len(t.Rows)
-		t.Rows = append(t.Rows, NetRow{Kind: NetDelete, Key: old, Txn: txn})
+func (t *NetTable[P]) delete(i int, k uint64, old []source.Value, txn *source.Txn) {
+	if i < 0 {
+		t.add(k, NetRow{Kind: NetDelete, Key: old, Txn: txn, img: old})
 		return
 	}
 	r := &t.Rows[i]
@@ -269,11 +317,9 @@ func (t *NetTable[P]) delete(k string, old []source.Value, txn *source.Txn) {
 	}
 }
 
-func (t *NetTable[P]) update(k string, row []source.Value, txn *source.Txn) {
-	i, ok := t.keys[k]
-	if !ok {
-		t.keys[k] = len(t.Rows)
-		t.Rows = append(t.Rows, NetRow{Kind: NetUpdate, Key: row, Row: row, Txn: txn})
+func (t *NetTable[P]) update(i int, k uint64, row []source.Value, txn *source.Txn) {
+	if i < 0 {
+		t.add(k, NetRow{Kind: NetUpdate, Key: row, Row: row, Txn: txn, img: row})
 		return
 	}
 	r := &t.Rows[i]

@@ -300,3 +300,30 @@ func TestReplay(t *testing.T) {
 		t.Error("gathers a streamed transaction")
 	}
 }
+
+func BenchmarkNetAddInsert(b *testing.B) {
+	rel := &source.Relation{Schema: "public", Name: "t", Identity: source.IdentityDefault,
+		Columns: []source.Column{{Name: "k", Key: true}, {Name: "a"}, {Name: "b"}}}
+	tt := mapping.TargetTable{Name: rel.Table(), Unique: [][]string{{"k"}}}
+	for _, c := range rel.Columns {
+		tt.Columns = append(tt.Columns, mapping.TargetColumn{Name: c.Name, Type: "text", Compare: mapping.CompareEqual})
+	}
+	p, err := mapping.NewPlan(rel, tt, mapping.ColumnRules{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	changes := make([]source.Change, NetRows)
+	for i := range changes {
+		changes[i] = source.Change{Op: source.OpInsert, Rel: rel, New: row(fmt.Sprintf("%d,some text,more", i))}
+	}
+	txn := &source.Txn{}
+	var n Net[string]
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if n.Full() {
+			n.Reset()
+		}
+		n.Add("t", p, txn, &changes[i%NetRows])
+	}
+}
