@@ -45,8 +45,9 @@ type benchCase struct {
 	preload func(ctx context.Context, p *harness.Postgres, db string) error
 	// sourceSQL runs on the source after preload.
 	sourceSQL string
-	needs     string // key of the case that loads the rows this one changes
-	large     bool   // one large transaction, drained by the large-case consumers
+	tables    []string // what the case changes, for checkTargets
+	needs     string   // key of the case that loads the rows this one changes
+	large     bool     // one large transaction, drained by the large-case consumers
 }
 
 // sqlLoad is a load that runs sql on the source.
@@ -76,49 +77,54 @@ func cases(rows, largeRows, copyRows int) []benchCase {
 	txns := rows / 1000
 	return []benchCase{
 		{
-			key:  "insert",
-			name: fmt.Sprintf("insert %d rows, 1,000-row transactions", rows),
-			rows: rows,
-			txns: txns,
+			key:    "insert",
+			tables: []string{"bench"},
+			name:   fmt.Sprintf("insert %d rows, 1,000-row transactions", rows),
+			rows:   rows,
+			txns:   txns,
 			load: sqlLoad(fmt.Sprintf(`DO $$ BEGIN FOR t IN 0..%d LOOP
 				INSERT INTO bench SELECT g, g %% 1000, 'label ' || g, g / 7.0, '2026-01-01'::timestamptz + g * interval '1 s', g %% 2 = 0
 				FROM generate_series(t * 1000 + 1, t * 1000 + 1000) g; COMMIT; END LOOP; END $$;`, txns-1)),
 		},
 		{
-			key:   "update",
-			name:  fmt.Sprintf("update %d rows, 1,000-row transactions", rows/2),
-			rows:  rows / 2,
-			txns:  txns / 2,
-			needs: "insert",
+			key:    "update",
+			tables: []string{"bench"},
+			name:   fmt.Sprintf("update %d rows, 1,000-row transactions", rows/2),
+			rows:   rows / 2,
+			txns:   txns / 2,
+			needs:  "insert",
 			load: sqlLoad(fmt.Sprintf(`DO $$ BEGIN FOR t IN 0..%d LOOP
 				UPDATE bench SET n = n + 1, label = label || '+' WHERE id BETWEEN t * 2000 + 1 AND t * 2000 + 2000 AND id %% 2 = 0; COMMIT; END LOOP; END $$;`, txns/2-1)),
 		},
 		{
-			key:   "delete",
-			name:  fmt.Sprintf("delete %d rows, 1,000-row transactions", rows/4),
-			rows:  rows / 4,
-			txns:  txns / 4,
-			needs: "insert",
+			key:    "delete",
+			tables: []string{"bench"},
+			name:   fmt.Sprintf("delete %d rows, 1,000-row transactions", rows/4),
+			rows:   rows / 4,
+			txns:   txns / 4,
+			needs:  "insert",
 			load: sqlLoad(fmt.Sprintf(`DO $$ BEGIN FOR t IN 0..%d LOOP
 				DELETE FROM bench WHERE id BETWEEN t * 4000 + 1 AND t * 4000 + 4000 AND id %% 4 = 1; COMMIT; END LOOP; END $$;`, txns/4-1)),
 		},
 		{
-			key:   "single",
-			name:  fmt.Sprintf("%d single-row transactions", rows/20),
-			rows:  rows / 20,
-			txns:  rows / 20,
-			needs: "insert",
+			key:    "single",
+			tables: []string{"bench"},
+			name:   fmt.Sprintf("%d single-row transactions", rows/20),
+			rows:   rows / 20,
+			txns:   rows / 20,
+			needs:  "insert",
 			load: sqlLoad(fmt.Sprintf(`DO $$ BEGIN FOR g IN 1..%d LOOP
 				UPDATE bench SET amount = amount + 1 WHERE id = g * 3; COMMIT; END LOOP; END $$;`, rows/20)),
 		},
 		{
 			// One statement, so one transaction. The ids follow whatever
 			// the earlier cases left, so the case runs after them or alone.
-			key:   "large",
-			name:  fmt.Sprintf("insert %d rows in one transaction", largeRows),
-			rows:  largeRows,
-			txns:  1,
-			large: true,
+			key:    "large",
+			tables: []string{"bench"},
+			name:   fmt.Sprintf("insert %d rows in one transaction", largeRows),
+			rows:   largeRows,
+			txns:   1,
+			large:  true,
 			load: sqlLoad(fmt.Sprintf(`INSERT INTO bench SELECT id, id %% 1000, 'label ' || id, id / 7.0, '2026-01-01'::timestamptz + id * interval '1 s', id %% 2 = 0
 				FROM (SELECT (SELECT coalesce(max(id), 0) FROM bench) + g AS id FROM generate_series(1, %d) g) s;`, largeRows)),
 		},
@@ -129,10 +135,11 @@ func cases(rows, largeRows, copyRows int) []benchCase {
 			// give a keyless table it publishes. -n: no vacuum and, above
 			// all, no TRUNCATE of pgbench_history before the run, which
 			// would be replicated.
-			key:  "pgbench",
-			name: fmt.Sprintf("pgbench tpcb-like, scale %d, %d clients, %d transactions", pgbenchScale, pgbenchClients, pgbenchTxns),
-			rows: 4 * pgbenchTxns,
-			txns: pgbenchTxns,
+			key:    "pgbench",
+			tables: []string{"pgbench_accounts", "pgbench_branches", "pgbench_tellers", "pgbench_history"},
+			name:   fmt.Sprintf("pgbench tpcb-like, scale %d, %d clients, %d transactions", pgbenchScale, pgbenchClients, pgbenchTxns),
+			rows:   4 * pgbenchTxns,
+			txns:   pgbenchTxns,
 			preload: func(ctx context.Context, p *harness.Postgres, db string) error {
 				return pgbench(ctx, p, db, "-i", "-q", "-s", strconv.Itoa(pgbenchScale))
 			},
@@ -143,10 +150,11 @@ func cases(rows, largeRows, copyRows int) []benchCase {
 			},
 		},
 		{
-			key:  "insert1m",
-			name: "insert 1000000 rows (int, bigint, text, numeric, timestamptz, jsonb), 1,000-row transactions",
-			rows: 1000000,
-			txns: 1000,
+			key:    "insert1m",
+			tables: []string{"ins"},
+			name:   "insert 1000000 rows (int, bigint, text, numeric, timestamptz, jsonb), 1,000-row transactions",
+			rows:   1000000,
+			txns:   1000,
 			load: sqlLoad(`DO $$ BEGIN FOR t IN 0..999 LOOP
 				INSERT INTO ins SELECT ` + wideRow + ` FROM generate_series(t * 1000 + 1, t * 1000 + 1000) g; COMMIT; END LOOP; END $$;`),
 		},
@@ -154,10 +162,11 @@ func cases(rows, largeRows, copyRows int) []benchCase {
 			// The 1,000,000 rows are loaded before the slots; the backlog
 			// is 2,000 transactions each updating 100 rows spread over
 			// 500 ids, then 1,000 each deleting 100 other rows.
-			key:  "updel",
-			name: "on 1000000 rows: 2,000 100-row UPDATE then 1,000 100-row DELETE transactions",
-			rows: 300000,
-			txns: 3000,
+			key:    "updel",
+			tables: []string{"updel"},
+			name:   "on 1000000 rows: 2,000 100-row UPDATE then 1,000 100-row DELETE transactions",
+			rows:   300000,
+			txns:   3000,
 			preload: func(ctx context.Context, p *harness.Postgres, db string) error {
 				return execSQL(ctx, p.DSN(db), `INSERT INTO updel SELECT `+wideRow+` FROM generate_series(1, 1000000) g`)
 			},

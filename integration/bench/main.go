@@ -137,6 +137,9 @@ func run(ctx context.Context, picked []benchCase) error {
 			notes = append(notes, n...)
 		} else {
 			results, err = b.runCase(ctx, c, i+1)
+			if err == nil && !failedAny(results) {
+				err = b.checkTargets(ctx, c)
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
@@ -208,6 +211,10 @@ func printResults(c benchCase, results []result) {
 		fmt.Printf("| %s | %s | %.1f | %.0f | %s | %s | %s | %s | %s | %s | %s |\n", c.name, r.consumer, s,
 			float64(c.rows)/s, txns, ratio, seconds(r.cpuSelf), seconds(r.cpuSrc), seconds(r.cpuTgt), perRow, mib(r.rssKiB))
 	}
+}
+
+func failedAny(results []result) bool {
+	return slices.ContainsFunc(results, func(r result) bool { return r.err != nil })
 }
 
 // subscription is the wall time of the case's PostgreSQL subscription, 0
