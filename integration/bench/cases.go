@@ -79,7 +79,7 @@ func cases(rows, largeRows, copyRows int) []benchCase {
 		{
 			key:    "insert",
 			tables: []string{"bench"},
-			name:   fmt.Sprintf("insert %d rows, 1,000-row transactions", rows),
+			name:   fmt.Sprintf("insert %s rows, 1,000-row transactions", thousands(int64(rows))),
 			rows:   rows,
 			txns:   txns,
 			load: sqlLoad(fmt.Sprintf(`DO $$ BEGIN FOR t IN 0..%d LOOP
@@ -89,7 +89,7 @@ func cases(rows, largeRows, copyRows int) []benchCase {
 		{
 			key:    "update",
 			tables: []string{"bench"},
-			name:   fmt.Sprintf("update %d rows, 1,000-row transactions", rows/2),
+			name:   fmt.Sprintf("update %s rows, 1,000-row transactions", thousands(int64(rows/2))),
 			rows:   rows / 2,
 			txns:   txns / 2,
 			needs:  "insert",
@@ -99,7 +99,7 @@ func cases(rows, largeRows, copyRows int) []benchCase {
 		{
 			key:    "delete",
 			tables: []string{"bench"},
-			name:   fmt.Sprintf("delete %d rows, 1,000-row transactions", rows/4),
+			name:   fmt.Sprintf("delete %s rows, 1,000-row transactions", thousands(int64(rows/4))),
 			rows:   rows / 4,
 			txns:   txns / 4,
 			needs:  "insert",
@@ -109,7 +109,7 @@ func cases(rows, largeRows, copyRows int) []benchCase {
 		{
 			key:    "single",
 			tables: []string{"bench"},
-			name:   fmt.Sprintf("%d single-row transactions", rows/20),
+			name:   fmt.Sprintf("%s single-row transactions", thousands(int64(rows/20))),
 			rows:   rows / 20,
 			txns:   rows / 20,
 			needs:  "insert",
@@ -121,7 +121,7 @@ func cases(rows, largeRows, copyRows int) []benchCase {
 			// the earlier cases left, so the case runs after them or alone.
 			key:    "large",
 			tables: []string{"bench"},
-			name:   fmt.Sprintf("insert %d rows in one transaction", largeRows),
+			name:   fmt.Sprintf("insert %s rows in one transaction", thousands(int64(largeRows))),
 			rows:   largeRows,
 			txns:   1,
 			large:  true,
@@ -137,7 +137,7 @@ func cases(rows, largeRows, copyRows int) []benchCase {
 			// would be replicated.
 			key:    "pgbench",
 			tables: []string{"pgbench_accounts", "pgbench_branches", "pgbench_tellers", "pgbench_history"},
-			name:   fmt.Sprintf("pgbench tpcb-like, scale %d, %d clients, %d transactions", pgbenchScale, pgbenchClients, pgbenchTxns),
+			name:   fmt.Sprintf("pgbench tpcb-like, scale %d, %d clients, %s transactions", pgbenchScale, pgbenchClients, thousands(pgbenchTxns)),
 			rows:   4 * pgbenchTxns,
 			txns:   pgbenchTxns,
 			preload: func(ctx context.Context, p *harness.Postgres, db string) error {
@@ -152,7 +152,7 @@ func cases(rows, largeRows, copyRows int) []benchCase {
 		{
 			key:    "insert1m",
 			tables: []string{"ins"},
-			name:   "insert 1000000 rows (int, bigint, text, numeric, timestamptz, jsonb), 1,000-row transactions",
+			name:   "insert 1,000,000 rows (int, bigint, text, numeric, timestamptz, jsonb), 1,000-row transactions",
 			rows:   1000000,
 			txns:   1000,
 			load: sqlLoad(`DO $$ BEGIN FOR t IN 0..999 LOOP
@@ -164,7 +164,7 @@ func cases(rows, largeRows, copyRows int) []benchCase {
 			// 500 ids, then 1,000 each deleting 100 other rows.
 			key:    "updel",
 			tables: []string{"updel"},
-			name:   "on 1000000 rows: 2,000 100-row UPDATE then 1,000 100-row DELETE transactions",
+			name:   "on 1,000,000 rows: 2,000 100-row UPDATE, then 1,000 100-row DELETE transactions",
 			rows:   300000,
 			txns:   3000,
 			preload: func(ctx context.Context, p *harness.Postgres, db string) error {

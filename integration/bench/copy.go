@@ -42,7 +42,7 @@ INSERT INTO settings SELECT 'key ' || g, repeat('v', g) FROM generate_series(1, 
 func copyCase(rows int) benchCase {
 	return benchCase{
 		key:  "copy",
-		name: fmt.Sprintf("initial copy: %d-row table + 3 smaller (%d rows)", rows, rows+250100),
+		name: fmt.Sprintf("initial copy: %s-row table + 3 smaller (%s rows)", thousands(int64(rows)), thousands(int64(rows+250100))),
 		rows: rows + 250100,
 		load: func(ctx context.Context, b *bench) error {
 			if err := b.src.CreateDatabase(ctx, "copysrc"); err != nil {

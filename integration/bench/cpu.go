@@ -244,6 +244,9 @@ func (b *bench) settle(ctx context.Context) error {
 		}
 		busy := max(cur.src-prev.src, cur.tgt-prev.tgt, cur.my-prev.my)
 		if float64(busy) < quietShare*float64(quietWindow) {
+			if d := time.Since(start); d > 2*time.Second {
+				fmt.Fprintf(os.Stderr, "settled in %.1f s\n", d.Seconds())
+			}
 			return nil
 		}
 		if time.Since(start) > settleLimit {

@@ -163,12 +163,32 @@ func run(ctx context.Context, picked []benchCase) error {
 			break
 		}
 	}
+	durability, err := b.durabilityNote(ctx)
+	if err != nil {
+		return err
+	}
 	fmt.Println()
-	for _, n := range notes {
+	for _, n := range append(notes, durability) {
 		fmt.Println(n)
 	}
 	fmt.Printf("whole run: %.0f s\n", time.Since(began).Seconds())
 	return errors.Join(failed...)
+}
+
+// durabilityNote says how each side commits on the target, which weighs
+// most where transactions are small: the subscription's apply worker
+// commits with its own synchronous_commit (off unless the subscription
+// says otherwise), decant's sessions with the target server's.
+func (b *bench) durabilityNote(ctx context.Context) (string, error) {
+	sub, err := queryText(ctx, b.tgt.DSN("native"), `SELECT subsynccommit FROM pg_subscription WHERE subname = 'native'`)
+	if err != nil {
+		return "", err
+	}
+	tgt, err := queryText(ctx, b.tgt.DSN("native"), `SHOW synchronous_commit`)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("commits on the PostgreSQL target: the subscription with synchronous_commit = %s (its own setting), decant with the server's synchronous_commit = %s", sub, tgt), nil
 }
 
 // printVersions prints the date and what the figures were measured on.
@@ -192,9 +212,13 @@ func (b *bench) printVersions(ctx context.Context) error {
 // the whole server trees (walsenders, backends, the apply worker).
 func printResults(c benchCase, results []result) {
 	sub := subscription(results)
-	for _, r := range results {
+	for i, r := range results {
+		name := c.name
+		if i > 0 {
+			name = ""
+		}
 		if r.err != nil {
-			fmt.Printf("| %s | %s | failed | | | | | | | | |\n", c.name, r.consumer)
+			fmt.Printf("| %s | %s | failed | | | | | | | | |\n", name, r.consumer)
 			continue
 		}
 		s := r.elapsed.Seconds()
@@ -203,18 +227,27 @@ func printResults(c benchCase, results []result) {
 			ratio = fmt.Sprintf("%.2f×", sub.Seconds()/s)
 		}
 		if c.txns > 0 {
-			txns = fmt.Sprintf("%.0f", float64(c.txns)/s)
+			txns = thousands(int64(float64(c.txns) / s))
 		}
 		if r.cpuSelf > 0 {
 			perRow = fmt.Sprintf("%.1f", float64(r.cpuSelf.Microseconds())/float64(c.rows))
 		}
-		fmt.Printf("| %s | %s | %.1f | %.0f | %s | %s | %s | %s | %s | %s | %s |\n", c.name, r.consumer, s,
-			float64(c.rows)/s, txns, ratio, seconds(r.cpuSelf), seconds(r.cpuSrc), seconds(r.cpuTgt), perRow, mib(r.rssKiB))
+		fmt.Printf("| %s | %s | %.1f | %s | %s | %s | %s | %s | %s | %s | %s |\n", name, r.consumer, s,
+			thousands(int64(float64(c.rows)/s)), txns, ratio, seconds(r.cpuSelf), seconds(r.cpuSrc), seconds(r.cpuTgt), perRow, mib(r.rssKiB))
 	}
 }
 
 func failedAny(results []result) bool {
 	return slices.ContainsFunc(results, func(r result) bool { return r.err != nil })
+}
+
+// thousands writes n with commas between groups of three digits.
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // subscription is the wall time of the case's PostgreSQL subscription, 0
