@@ -65,8 +65,9 @@ type result struct {
 	// for the subscription, whose apply worker runs in the target server),
 	// the source cluster, the server it writes to.
 	cpuSelf, cpuSrc, cpuTgt time.Duration
-	decant                  []string // the decant run's arguments; nil for other consumers
-	err                     error    // why the consumer failed; the figures are then zero
+	stall                   time.Duration // the machine's CPU stall over the interval (meter.stall)
+	decant                  []string      // the decant run's arguments; nil for other consumers
+	err                     error         // why the consumer failed; the figures are then zero
 }
 
 // bench is the servers and the decant binary every case uses.
@@ -124,8 +125,8 @@ func run(ctx context.Context, picked []benchCase) error {
 		return err
 	}
 
-	fmt.Printf("| case | consumer | seconds | rows/s | txns/s | vs subscription | CPU s: agent | source | target | agent µs/row | peak RSS |\n" +
-		"|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Printf("| case | consumer | seconds | rows/s | txns/s | vs subscription | CPU s: agent | source | target | agent µs/row | peak RSS | CPU pressure |\n" +
+		"|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	var notes []string
 	var failed []error
 	for i, c := range picked {
@@ -209,7 +210,13 @@ func (b *bench) printVersions(ctx context.Context) error {
 // printResults prints a case's rows of the table. "vs subscription" is
 // the subscription's seconds over the consumer's (above 1: faster); the
 // agent is the consumer's own process, the source and target columns
-// the whole server trees (walsenders, backends, the apply worker).
+// the whole server trees (walsenders, backends, the apply worker). CPU
+// pressure is the share of the interval during which some task on the
+// machine waited for a CPU. Source, walsender, consumer and target can
+// want more than two cores between them, so it is not 0 on a quiet
+// machine either; far above the same case's other rows, or another
+// run's, other work on the machine slowed the figure, the more so for a
+// consumer that waits on round trips between processes.
 func printResults(c benchCase, results []result) {
 	sub := subscription(results)
 	for i, r := range results {
@@ -218,7 +225,7 @@ func printResults(c benchCase, results []result) {
 			name = ""
 		}
 		if r.err != nil {
-			fmt.Printf("| %s | %s | failed | | | | | | | | |\n", name, r.consumer)
+			fmt.Printf("| %s | %s | failed | | | | | | | | | |\n", name, r.consumer)
 			continue
 		}
 		s := r.elapsed.Seconds()
@@ -226,14 +233,22 @@ func printResults(c benchCase, results []result) {
 		if sub > 0 {
 			ratio = fmt.Sprintf("%.2f×", sub.Seconds()/s)
 		}
-		if c.txns > 0 {
-			txns = thousands(int64(float64(c.txns) / s))
+		switch tps := float64(c.txns) / s; {
+		case c.txns == 0:
+		case tps < 10:
+			txns = fmt.Sprintf("%.2f", tps)
+		default:
+			txns = thousands(int64(tps))
+		}
+		pressure := ""
+		if r.stall >= 0 {
+			pressure = fmt.Sprintf("%.0f%%", 100*r.stall.Seconds()/s)
 		}
 		if r.cpuSelf > 0 {
 			perRow = fmt.Sprintf("%.1f", float64(r.cpuSelf.Microseconds())/float64(c.rows))
 		}
-		fmt.Printf("| %s | %s | %.1f | %s | %s | %s | %s | %s | %s | %s | %s |\n", name, r.consumer, s,
-			thousands(int64(float64(c.rows)/s)), txns, ratio, seconds(r.cpuSelf), seconds(r.cpuSrc), seconds(r.cpuTgt), perRow, mib(r.rssKiB))
+		fmt.Printf("| %s | %s | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name, r.consumer, s,
+			thousands(int64(float64(c.rows)/s)), txns, ratio, seconds(r.cpuSelf), seconds(r.cpuSrc), seconds(r.cpuTgt), perRow, mib(r.rssKiB), pressure)
 	}
 }
 
@@ -389,7 +404,7 @@ func (b *bench) timeCPU(ctx context.Context, k consumer) (result, error) {
 	if !m.stopped {
 		return r, fmt.Errorf("bench: consumer %s did not stop its meter", k.name)
 	}
-	r.elapsed = m.elapsed
+	r.elapsed, r.stall = m.elapsed, m.stall
 	r.cpuSrc = m.after.src - m.before.src
 	switch k.writes {
 	case "pg":

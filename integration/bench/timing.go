@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -81,6 +83,10 @@ type meter struct {
 	agentCPU time.Duration
 	agentRSS int64
 	stopped  bool
+	// stall is how long, over the interval, some runnable task on the
+	// machine waited for a CPU (/proc/pressure/cpu): how much the other
+	// work on the machine weighed on this figure. -1 without PSI.
+	stall, stallStart time.Duration
 }
 
 func (m *meter) begin() error {
@@ -91,8 +97,36 @@ func (m *meter) begin() error {
 	if m.before, err = m.b.serverCPU(); err != nil {
 		return err
 	}
+	m.stallStart = cpuStall()
 	m.start = time.Now()
 	return nil
+}
+
+// cpuStall reads the machine's total CPU "some" stall time, -1 when the
+// kernel has no pressure stall information.
+func cpuStall() time.Duration {
+	b, err := os.ReadFile("/proc/pressure/cpu")
+	if err != nil {
+		return -1
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	_, total, ok := strings.Cut(line, "total=")
+	if !strings.HasPrefix(line, "some ") || !ok {
+		return -1
+	}
+	us, err := strconv.ParseInt(strings.TrimSpace(total), 10, 64)
+	if err != nil {
+		return -1
+	}
+	return time.Duration(us) * time.Microsecond
+}
+
+// stopStall records the stall over the interval.
+func (m *meter) stopStall() {
+	m.stall = -1
+	if end := cpuStall(); end >= 0 && m.stallStart >= 0 {
+		m.stall = end - m.stallStart
+	}
 }
 
 // stop stops the clock and reads at once the CPU time of agent (the
@@ -101,6 +135,7 @@ func (m *meter) begin() error {
 // after the marker is counted.
 func (m *meter) stop(agent int) error {
 	m.elapsed = time.Since(m.start)
+	m.stopStall()
 	m.stopped = true
 	if agent > 0 {
 		p, err := procStat(agent)
@@ -122,6 +157,7 @@ func (m *meter) stop(agent int) error {
 // CPU time would otherwise be missed, before reading the servers' CPU.
 func (m *meter) exited(ctx context.Context) error {
 	m.elapsed = time.Since(m.start)
+	m.stopStall()
 	m.stopped = true
 	if err := m.b.waitReaped(ctx, m.kids); err != nil {
 		return err
@@ -296,7 +332,7 @@ func (b *bench) timeDecant(ctx context.Context, m *meter, p poller, mk marker, t
 	if err := m.stop(cmd.Process.Pid); err != nil {
 		return result{}, end(err)
 	}
-	r := result{rssKiB: m.agentRSS, cpuSelf: m.agentCPU, decant: args}
+	r := result{rssKiB: m.agentRSS, cpuSelf: m.agentCPU, decant: append([]string{"run"}, args...)}
 	return r, end(b.waitConfirmed(ctx, pipeline, mk))
 }
 
