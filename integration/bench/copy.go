@@ -37,13 +37,19 @@ INSERT INTO orders SELECT g, 1 + g %% 50000, (g %% 9999) / 10.0, '2025-06-01'::t
 	(ARRAY['new', 'paid', 'shipped'])[1 + g %% 3] FROM generate_series(1, 200000) g;
 INSERT INTO settings SELECT 'key ' || g, repeat('v', g) FROM generate_series(1, 100) g;`
 
-// copyCase is the case's entry in cases; run sends it to runCopy.
+// copyCase is the case's entry in cases; run sends it to runCopy. Its
+// load fills a source database of its own, copysrc.
 func copyCase(rows int) benchCase {
 	return benchCase{
 		key:  "copy",
-		name: fmt.Sprintf("initial copy: %d-row table + 3 smaller (%d rows)", rows, rows+250100),
+		name: fmt.Sprintf("initial copy: %s-row table + 3 smaller (%s rows)", thousands(int64(rows)), thousands(int64(rows+250100))),
 		rows: rows + 250100,
-		load: fmt.Sprintf(copyLoad, rows),
+		load: func(ctx context.Context, b *bench) error {
+			if err := b.src.CreateDatabase(ctx, "copysrc"); err != nil {
+				return err
+			}
+			return execSQL(ctx, b.src.DSN("copysrc"), copySchema+fmt.Sprintf(copyLoad, rows)+"\nANALYZE;")
+		},
 	}
 }
 
@@ -51,12 +57,9 @@ func copyCase(rows int) benchCase {
 // it into an empty database of its own. The rows/s column counts every
 // table's rows; the notes give MB/s over the source tables' heap size.
 func (b *bench) runCopy(ctx context.Context, c benchCase) ([]result, []string, error) {
-	if err := b.src.CreateDatabase(ctx, "copysrc"); err != nil {
-		return nil, nil, err
-	}
 	src := b.src.DSN("copysrc")
 	start := time.Now()
-	if err := execSQL(ctx, src, copySchema+c.load+"\nANALYZE;"); err != nil {
+	if err := c.load(ctx, b); err != nil {
 		return nil, nil, fmt.Errorf("load: %w", err)
 	}
 	fmt.Fprintf(os.Stderr, "%s: loaded in %.1f s\n", c.name, time.Since(start).Seconds())
@@ -75,11 +78,11 @@ func (b *bench) runCopy(ctx context.Context, c benchCase) ([]result, []string, e
 	pgBin := func(name string) string { return "/usr/lib/postgresql/15/bin/" + name }
 	srcConn := connString(b.src.Port, "copysrc")
 	var phases []string // decant's own account of where its time went
-	decantCopy := func(target, pipeline string) (result, error) {
+	decantCopy := func(m *meter, target, pipeline string) (result, error) {
 		log := filepath.Join(dir, pipeline+".log")
 		cmd := exec.CommandContext(ctx, "bash", "-c", fmt.Sprintf(`exec "$0" "$@" > '%s' 2>&1`, log), b.bin, "init", "--copy", "--create-tables", "--jobs", jobs,
 			"--source", src, "--target", target, "--pipeline", pipeline, "--log-json")
-		r, err := timeCmd("decant init --copy", cmd)
+		r, err := timeExit(ctx, m, "decant init --copy", cmd)
 		out, _ := os.ReadFile(log)
 		for _, line := range strings.Split(string(out), "\n") {
 			if strings.Contains(line, `"msg":"initial copy done"`) || strings.Contains(line, `"msg":"keys and indexes built"`) {
@@ -92,43 +95,49 @@ func (b *bench) runCopy(ctx context.Context, c benchCase) ([]result, []string, e
 		return r, err
 	}
 	consumers := []consumer{
-		{"decant init --copy --create-tables --jobs " + jobs, func(ctx context.Context) (result, error) {
+		{"decant init --copy --create-tables --jobs " + jobs, func(ctx context.Context, m *meter) (result, error) {
 			if err := b.tgt.CreateDatabase(ctx, "copy_decant"); err != nil {
 				return result{}, err
 			}
-			return decantCopy(b.tgt.DSN("copy_decant"), "copy_pg")
+			return decantCopy(m, b.tgt.DSN("copy_decant"), "copy_pg")
 		}, "pg"},
-		{"pg_dump -Fc | pg_restore", func(ctx context.Context) (result, error) {
+		{"pg_dump -Fc | pg_restore", func(ctx context.Context, m *meter) (result, error) {
 			if err := b.tgt.CreateDatabase(ctx, "copy_pipe"); err != nil {
 				return result{}, err
 			}
 			script := fmt.Sprintf("set -o pipefail; %s -Fc -Z0 -d '%s' | %s -d '%s'",
 				pgBin("pg_dump"), srcConn, pgBin("pg_restore"), connString(b.tgt.Port, "copy_pipe"))
-			return timeCmd("pg_dump | pg_restore", exec.CommandContext(ctx, "bash", "-c", script))
+			return timeExit(ctx, m, "pg_dump | pg_restore", exec.CommandContext(ctx, "bash", "-c", script))
 		}, "pg"},
-		{"pg_dump -Fd -j " + jobs + " && pg_restore -j " + jobs, func(ctx context.Context) (result, error) {
+		{"pg_dump -Fd -j " + jobs + " && pg_restore -j " + jobs, func(ctx context.Context, m *meter) (result, error) {
 			if err := b.tgt.CreateDatabase(ctx, "copy_dir"); err != nil {
 				return result{}, err
 			}
 			// Timed apart too: the restore alone is the target's share of
 			// the work, which no tool that loads the same rows skips.
 			out := filepath.Join(dir, "dump")
-			dump, err := timeCmd("pg_dump -j", exec.CommandContext(ctx, pgBin("pg_dump"), "-Fd", "-Z0", "-j", jobs, "-f", out, "-d", srcConn))
+			if err := m.begin(); err != nil {
+				return result{}, err
+			}
+			dump, err := runCmd("pg_dump -j", exec.CommandContext(ctx, pgBin("pg_dump"), "-Fd", "-Z0", "-j", jobs, "-f", out, "-d", srcConn))
 			if err != nil {
 				return dump, err
 			}
-			restore, err := timeCmd("pg_restore -j", exec.CommandContext(ctx, pgBin("pg_restore"), "-j", jobs, "-d", connString(b.tgt.Port, "copy_dir"), out))
+			restore, err := runCmd("pg_restore -j", exec.CommandContext(ctx, pgBin("pg_restore"), "-j", jobs, "-d", connString(b.tgt.Port, "copy_dir"), out))
 			if err != nil {
 				return restore, err
 			}
+			if err := m.exited(ctx); err != nil {
+				return result{}, err
+			}
 			phases = append(phases, fmt.Sprintf("copy case: pg_dump -Fd -j %s alone %.1f s, pg_restore -j %s alone %.1f s", jobs, dump.elapsed.Seconds(), jobs, restore.elapsed.Seconds()))
-			return result{elapsed: dump.elapsed + restore.elapsed, rssKiB: max(dump.rssKiB, restore.rssKiB), cpuSelf: dump.cpuSelf + restore.cpuSelf}, nil
+			return result{rssKiB: max(dump.rssKiB, restore.rssKiB), cpuSelf: dump.cpuSelf + restore.cpuSelf}, nil
 		}, "pg"},
-		{"decant init --copy --create-tables --jobs " + jobs + " into MariaDB", func(ctx context.Context) (result, error) {
+		{"decant init --copy --create-tables --jobs " + jobs + " into MariaDB", func(ctx context.Context, m *meter) (result, error) {
 			if err := b.my.CreateDatabase(ctx, "copy_my"); err != nil {
 				return result{}, err
 			}
-			return decantCopy(b.my.DSN("copy_my"), "copy_my")
+			return decantCopy(m, b.my.DSN("copy_my"), "copy_my")
 		}, "mariadb"},
 	}
 	var results []result
@@ -145,7 +154,7 @@ func (b *bench) runCopy(ctx context.Context, c benchCase) ([]result, []string, e
 	}
 	// decant verify compares what the two decant copies hold.
 	for _, v := range []struct{ pipeline, target string }{{"copy_pg", b.tgt.DSN("copy_decant")}, {"copy_my", b.my.DSN("copy_my")}} {
-		r, err := timeCmd("decant verify", exec.CommandContext(ctx, b.bin, "verify", "--source", src, "--target", v.target, "--pipeline", v.pipeline))
+		r, err := runCmd("decant verify", exec.CommandContext(ctx, b.bin, "verify", "--source", src, "--target", v.target, "--pipeline", v.pipeline))
 		if err != nil {
 			return nil, nil, err
 		}
@@ -205,4 +214,16 @@ func (b *bench) checkCopies(ctx context.Context) error {
 		return fmt.Errorf("copy case: MariaDB holds %s items, the source %s", strings.TrimSpace(n), items)
 	}
 	return nil
+}
+
+// timeExit times a consumer that is done when its process exits.
+func timeExit(ctx context.Context, m *meter, name string, cmd *exec.Cmd) (result, error) {
+	if err := m.begin(); err != nil {
+		return result{}, err
+	}
+	r, err := runCmd(name, cmd)
+	if err != nil {
+		return r, err
+	}
+	return r, m.exited(ctx)
 }

@@ -3,15 +3,20 @@
 // own subscription and to pg_recvlogical (the rate at which the source can
 // decode at all), on the same machine in the same run, and into MariaDB.
 //
-//	go run ./integration/bench [-rows 1000000] [-large-rows 2000000] [-copy-rows 1000000] [-only insert,large,copy]
+//	go run ./integration/bench [-rows 1000000] [-large-rows 2000000] [-copy-rows 1000000] [-only insert,pgbench,copy]
 //	(or: make bench)
 //
 // Each case loads its workload on the source while nothing consumes (so a
-// backlog builds in every slot), then times each consumer catching up. The
-// large case is one transaction, by default far bigger than the source's
-// logical_decoding_work_mem: the case where what a consumer holds in memory
-// and the streaming of in-progress transactions matter. The copy case
-// (copy.go) times an initial copy instead, next to pg_dump and pg_restore.
+// backlog builds in every slot) and commits one marker row last, then
+// times each consumer catching up, every one the same way: from its start
+// until the marker is on its target (timing.go), on servers settled
+// before each interval (cpu.go). decant runs as in production, decant run
+// until SIGTERM. The large case is one transaction, by default far bigger
+// than the source's logical_decoding_work_mem: the case where what a
+// consumer holds in memory and the streaming of in-progress transactions
+// matter. The pgbench and updel cases change rows loaded on the source and
+// on every target before any slot exists. The copy case (copy.go) times
+// an initial copy instead, next to pg_dump and pg_restore.
 package main
 
 import (
@@ -21,9 +26,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,104 +36,19 @@ import (
 	"github.com/decant/decant/integration/harness"
 )
 
-const schema = `CREATE TABLE bench (id bigint PRIMARY KEY, n integer, label text, amount numeric(14,2), at timestamptz, flag boolean);`
-
-type benchCase struct {
-	key   string // name for -only
-	name  string // what the table says
-	rows  int    // rows changed, for rows/s
-	load  string // SQL run on the source, in transactions it delimits itself
-	needs string // key of the case that loads the rows this one changes
-	large bool   // one large transaction, drained by the large-case consumers
-}
-
-func cases(rows, largeRows, copyRows int) []benchCase {
-	txns := rows / 1000
-	return []benchCase{
-		{
-			key:  "insert",
-			name: fmt.Sprintf("insert %d rows, 1,000-row transactions", rows),
-			rows: rows,
-			load: fmt.Sprintf(`DO $$ BEGIN FOR t IN 0..%d LOOP
-				INSERT INTO bench SELECT g, g %% 1000, 'label ' || g, g / 7.0, '2026-01-01'::timestamptz + g * interval '1 s', g %% 2 = 0
-				FROM generate_series(t * 1000 + 1, t * 1000 + 1000) g; COMMIT; END LOOP; END $$;`, txns-1),
-		},
-		{
-			key:   "update",
-			name:  fmt.Sprintf("update %d rows, 1,000-row transactions", rows/2),
-			rows:  rows / 2,
-			needs: "insert",
-			load: fmt.Sprintf(`DO $$ BEGIN FOR t IN 0..%d LOOP
-				UPDATE bench SET n = n + 1, label = label || '+' WHERE id BETWEEN t * 2000 + 1 AND t * 2000 + 2000 AND id %% 2 = 0; COMMIT; END LOOP; END $$;`, txns/2-1),
-		},
-		{
-			key:   "delete",
-			name:  fmt.Sprintf("delete %d rows, 1,000-row transactions", rows/4),
-			rows:  rows / 4,
-			needs: "insert",
-			load: fmt.Sprintf(`DO $$ BEGIN FOR t IN 0..%d LOOP
-				DELETE FROM bench WHERE id BETWEEN t * 4000 + 1 AND t * 4000 + 4000 AND id %% 4 = 1; COMMIT; END LOOP; END $$;`, txns/4-1),
-		},
-		{
-			key:   "single",
-			name:  fmt.Sprintf("%d single-row transactions", rows/20),
-			rows:  rows / 20,
-			needs: "insert",
-			load: fmt.Sprintf(`DO $$ BEGIN FOR g IN 1..%d LOOP
-				UPDATE bench SET amount = amount + 1 WHERE id = g * 3; COMMIT; END LOOP; END $$;`, rows/20),
-		},
-		{
-			// One statement, so one transaction. The ids follow whatever
-			// the earlier cases left, so the case runs after them or alone.
-			key:   "large",
-			name:  fmt.Sprintf("insert %d rows in one transaction", largeRows),
-			rows:  largeRows,
-			large: true,
-			load: fmt.Sprintf(`INSERT INTO bench SELECT id, id %% 1000, 'label ' || id, id / 7.0, '2026-01-01'::timestamptz + id * interval '1 s', id %% 2 = 0
-				FROM (SELECT (SELECT coalesce(max(id), 0) FROM bench) + g AS id FROM generate_series(1, %d) g) s;`, largeRows),
-		},
-		copyCase(copyRows),
-	}
-}
-
-// selectCases returns the cases -only names, in the order cases lists them.
-func selectCases(all []benchCase, only string) ([]benchCase, error) {
-	var keys []string
-	for _, c := range all {
-		keys = append(keys, c.key)
-	}
-	want := map[string]bool{}
-	for _, k := range strings.Split(only, ",") {
-		k = strings.TrimSpace(k)
-		if !slices.Contains(keys, k) {
-			return nil, fmt.Errorf("-only: unknown case %q (cases: %s)", k, strings.Join(keys, ","))
-		}
-		want[k] = true
-	}
-	var picked []benchCase
-	for _, c := range all {
-		if !want[c.key] {
-			continue
-		}
-		if c.needs != "" && !want[c.needs] {
-			return nil, fmt.Errorf("-only: case %s changes the rows case %s loads; add %s", c.key, c.needs, c.needs)
-		}
-		picked = append(picked, c)
-	}
-	return picked, nil
-}
-
 func main() {
 	rows := flag.Int("rows", 1000000, "rows inserted by the insert case (the update, delete and single cases change a share of them)")
 	largeRows := flag.Int("large-rows", 2000000, "rows inserted by the large case, all in one transaction")
 	copyRows := flag.Int("copy-rows", 1000000, "rows of the copy case's largest table")
-	only := flag.String("only", "insert,update,delete,single,large,copy", "comma list of the cases to run")
+	only := flag.String("only", defaultCases, "comma list of the cases to run")
 	flag.Parse()
 	picked, err := selectCases(cases(*rows, *largeRows, *copyRows), *only)
 	if err == nil && (*rows < 4000 || *largeRows < 1) {
 		err = fmt.Errorf("-rows must be at least 4000 and -large-rows at least 1")
 	}
 	if err == nil {
+		// What the README quotes: the command, then the date.
+		fmt.Printf("Command: `%s`\n\n", strings.Join(append([]string{"go run ./integration/bench"}, os.Args[1:]...), " "))
 		err = run(context.Background(), picked)
 	}
 	if err != nil {
@@ -145,8 +65,9 @@ type result struct {
 	// for the subscription, whose apply worker runs in the target server),
 	// the source cluster, the server it writes to.
 	cpuSelf, cpuSrc, cpuTgt time.Duration
-	decant                  []string // the decant run's arguments; nil for other consumers
-	err                     error    // why the consumer failed; elapsed and rssKiB are then zero
+	stall                   time.Duration // the machine's CPU stall over the interval (meter.stall)
+	decant                  []string      // the decant run's arguments; nil for other consumers
+	err                     error         // why the consumer failed; the figures are then zero
 }
 
 // bench is the servers and the decant binary every case uses.
@@ -159,6 +80,7 @@ type bench struct {
 }
 
 func run(ctx context.Context, picked []benchCase) error {
+	began := time.Now()
 	dir, err := os.MkdirTemp("", "decant-bench-")
 	if err != nil {
 		return err
@@ -170,8 +92,13 @@ func run(ctx context.Context, picked []benchCase) error {
 	}
 	// logical_decoding_work_mem stays at its default (64MB) on the source:
 	// it decides when the source streams an in-progress transaction, and
-	// decant and the subscription must meet the same setting.
-	settings := map[string]string{"shared_buffers": "512MB", "max_wal_size": "4GB", "checkpoint_timeout": "30min"}
+	// decant and the subscription must meet the same setting. Durability
+	// stays at the defaults too (fsync, synchronous_commit on). Autovacuum
+	// is off on both clusters: its work on the tables one consumer filled
+	// would otherwise land, at its own moment, in another consumer's timed
+	// interval and CPU columns; settle does what is left to do between
+	// intervals instead.
+	settings := map[string]string{"shared_buffers": "512MB", "max_wal_size": "4GB", "checkpoint_timeout": "30min", "autovacuum": "off"}
 	if b.src, err = harness.StartPostgres(ctx, harness.PostgresOptions{Settings: settings}); err != nil {
 		return err
 	}
@@ -191,14 +118,18 @@ func run(ctx context.Context, picked []benchCase) error {
 		return err
 	}
 	defer b.my.Remove()
-	if err := b.prepare(ctx); err != nil {
+	if err := b.printVersions(ctx); err != nil {
+		return err
+	}
+	if err := b.prepare(ctx, picked); err != nil {
 		return err
 	}
 
-	fmt.Printf("| case | consumer | seconds | rows/s | vs subscription | peak RSS | CPU s: consumer | source | target |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Printf("| case | consumer | seconds | rows/s | txns/s | vs subscription | CPU s: agent | source | target | agent µs/row | peak RSS | CPU pressure |\n" +
+		"|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	var notes []string
 	var failed []error
-	for _, c := range picked {
+	for i, c := range picked {
 		var results []result
 		var err error
 		if c.key == "copy" {
@@ -206,24 +137,19 @@ func run(ctx context.Context, picked []benchCase) error {
 			results, n, err = b.runCopy(ctx, c)
 			notes = append(notes, n...)
 		} else {
-			results, err = b.runCase(ctx, c)
+			results, err = b.runCase(ctx, c, i+1)
+			if err == nil && !failedAny(results) {
+				err = b.checkTargets(ctx, c)
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
-		sub := subscription(results)
+		printResults(c, results)
 		for _, r := range results {
 			if r.err != nil {
-				fmt.Printf("| %s | %s | failed | | | | | | |\n", c.name, r.consumer)
 				failed = append(failed, fmt.Errorf("%s: %s: %w", c.name, r.consumer, r.err))
-				continue
 			}
-			ratio := ""
-			if sub > 0 {
-				ratio = fmt.Sprintf("%.2f×", sub.Seconds()/r.elapsed.Seconds())
-			}
-			fmt.Printf("| %s | %s | %.1f | %.0f | %s | %s | %s | %s | %s |\n", c.name, r.consumer, r.elapsed.Seconds(),
-				float64(c.rows)/r.elapsed.Seconds(), ratio, mib(r.rssKiB), seconds(r.cpuSelf), seconds(r.cpuSrc), seconds(r.cpuTgt))
 		}
 		if c.large {
 			n, err := b.largeNotes(ctx, results)
@@ -238,18 +164,109 @@ func run(ctx context.Context, picked []benchCase) error {
 			break
 		}
 	}
-	if len(notes) > 0 {
-		fmt.Println()
-		for _, n := range notes {
-			fmt.Println(n)
-		}
+	durability, err := b.durabilityNote(ctx)
+	if err != nil {
+		return err
 	}
+	fmt.Println()
+	for _, n := range append(notes, durability) {
+		fmt.Println(n)
+	}
+	fmt.Printf("whole run: %.0f s\n", time.Since(began).Seconds())
 	return errors.Join(failed...)
 }
 
+// durabilityNote says how each side commits on the target, which weighs
+// most where transactions are small: the subscription's apply worker
+// commits with its own synchronous_commit (off unless the subscription
+// says otherwise), decant's sessions with the target server's.
+func (b *bench) durabilityNote(ctx context.Context) (string, error) {
+	sub, err := queryText(ctx, b.tgt.DSN("native"), `SELECT subsynccommit FROM pg_subscription WHERE subname = 'native'`)
+	if err != nil {
+		return "", err
+	}
+	tgt, err := queryText(ctx, b.tgt.DSN("native"), `SHOW synchronous_commit`)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("commits on the PostgreSQL target: the subscription with synchronous_commit = %s (its own setting), decant with the server's synchronous_commit = %s", sub, tgt), nil
+}
+
+// printVersions prints the date and what the figures were measured on.
+func (b *bench) printVersions(ctx context.Context) error {
+	pg, err := queryText(ctx, b.src.DSN("postgres"), `SHOW server_version`)
+	if err != nil {
+		return err
+	}
+	my, err := b.my.Exec(ctx, "", "SELECT VERSION()")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Date: %s; PostgreSQL %s, MariaDB %s, %d CPUs\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"),
+		pg, strings.TrimSpace(my), runtime.NumCPU())
+	return nil
+}
+
+// printResults prints a case's rows of the table. "vs subscription" is
+// the subscription's seconds over the consumer's (above 1: faster); the
+// agent is the consumer's own process, the source and target columns
+// the whole server trees (walsenders, backends, the apply worker). CPU
+// pressure is the share of the interval during which some task on the
+// machine waited for a CPU. Source, walsender, consumer and target can
+// want more than two cores between them, so it is not 0 on a quiet
+// machine either; far above the same case's other rows, or another
+// run's, other work on the machine slowed the figure, the more so for a
+// consumer that waits on round trips between processes.
+func printResults(c benchCase, results []result) {
+	sub := subscription(results)
+	for i, r := range results {
+		name := c.name
+		if i > 0 {
+			name = ""
+		}
+		if r.err != nil {
+			fmt.Printf("| %s | %s | failed | | | | | | | | | |\n", name, r.consumer)
+			continue
+		}
+		s := r.elapsed.Seconds()
+		ratio, txns, perRow := "", "", ""
+		if sub > 0 {
+			ratio = fmt.Sprintf("%.2f×", sub.Seconds()/s)
+		}
+		switch tps := float64(c.txns) / s; {
+		case c.txns == 0:
+		case tps < 10:
+			txns = fmt.Sprintf("%.2f", tps)
+		default:
+			txns = thousands(int64(tps))
+		}
+		pressure := ""
+		if r.stall >= 0 {
+			pressure = fmt.Sprintf("%.0f%%", 100*r.stall.Seconds()/s)
+		}
+		if r.cpuSelf > 0 {
+			perRow = fmt.Sprintf("%.1f", float64(r.cpuSelf.Microseconds())/float64(c.rows))
+		}
+		fmt.Printf("| %s | %s | %.1f | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name, r.consumer, s,
+			thousands(int64(float64(c.rows)/s)), txns, ratio, seconds(r.cpuSelf), seconds(r.cpuSrc), seconds(r.cpuTgt), perRow, mib(r.rssKiB), pressure)
+	}
+}
+
+func failedAny(results []result) bool {
+	return slices.ContainsFunc(results, func(r result) bool { return r.err != nil })
+}
+
+// thousands writes n with commas between groups of three digits.
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
 // subscription is the wall time of the case's PostgreSQL subscription, 0
-// when it has none: the "vs subscription" column is its seconds divided
-// by each consumer's (above 1: faster than the subscription).
+// when it has none.
 func subscription(results []result) time.Duration {
 	for _, r := range results {
 		if strings.HasPrefix(r.consumer, "PostgreSQL subscription") && r.err == nil {
@@ -259,32 +276,71 @@ func subscription(results []result) time.Duration {
 	return 0
 }
 
-// prepare creates the databases, the pipelines, the slots and the
-// subscription, all before any load, so each finds the whole backlog.
-func (b *bench) prepare(ctx context.Context) error {
-	for _, db := range []string{"decant", "native"} {
-		if err := b.tgt.CreateDatabase(ctx, db); err != nil {
-			return err
-		}
-		if err := execSQL(ctx, b.tgt.DSN(db), schema); err != nil {
-			return err
-		}
-	}
+// targetDBs are the PostgreSQL target's databases that take every table.
+var targetDBs = []string{"decant", "native"}
+
+// prepare creates the databases and their tables, loads what the picked
+// cases change (on the source and every target, the same rows), then
+// creates the pipelines, the slots and the subscription, so that each
+// finds the whole backlog of every case and nothing of the loading.
+func (b *bench) prepare(ctx context.Context, picked []benchCase) error {
+	start := time.Now()
 	if err := b.src.CreateDatabase(ctx, "bench"); err != nil {
 		return err
 	}
 	b.srcDSN = b.src.DSN("bench")
-	if err := execSQL(ctx, b.srcDSN, schema); err != nil {
-		return err
+	for _, db := range targetDBs {
+		if err := b.tgt.CreateDatabase(ctx, db); err != nil {
+			return err
+		}
+	}
+	type pgDB struct {
+		p  *harness.Postgres
+		db string
+	}
+	dbs := []pgDB{{b.src, "bench"}}
+	for _, db := range targetDBs {
+		dbs = append(dbs, pgDB{b.tgt, db})
+	}
+	for _, d := range dbs {
+		if err := execSQL(ctx, d.p.DSN(d.db), schema); err != nil {
+			return err
+		}
+	}
+	for _, c := range picked {
+		if c.preload == nil {
+			continue
+		}
+		for _, d := range dbs {
+			if err := c.preload(ctx, d.p, d.db); err != nil {
+				return fmt.Errorf("%s: preload %s: %w", c.name, d.db, err)
+			}
+		}
+		if c.sourceSQL != "" {
+			if err := execSQL(ctx, b.srcDSN, c.sourceSQL); err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+		}
+	}
+	// With autovacuum off, nothing would give the loaded tables their
+	// statistics, visibility map and hint bits; done here, the same on
+	// every database, it stays out of the timed intervals.
+	for _, d := range dbs {
+		if err := execSQL(ctx, d.p.DSN(d.db), "VACUUM ANALYZE"); err != nil {
+			return err
+		}
 	}
 	if out, err := b.decant(ctx, b.tgt.DSN("decant"), "bench", "init").CombinedOutput(); err != nil {
 		return fmt.Errorf("decant init: %v\n%s", err, out)
 	}
+	// MariaDB's tables, and the rows preloaded on the source, come from
+	// decant's own initial copy, consistent with the pipeline's slot.
 	if err := b.my.CreateDatabase(ctx, "bench"); err != nil {
 		return err
 	}
-	if out, err := b.decant(ctx, b.my.DSN("bench"), "bench_my", "init", "--create-tables").CombinedOutput(); err != nil {
-		return fmt.Errorf("decant init (MariaDB): %v\n%s", err, out)
+	if out, err := b.decant(ctx, b.my.DSN("bench"), "bench_my", "init", "--copy", "--create-tables",
+		"--jobs", fmt.Sprint(runtime.NumCPU())).CombinedOutput(); err != nil {
+		return fmt.Errorf("decant init --copy (MariaDB): %v\n%s", err, out)
 	}
 	// The native subscription and the drain get their own slots on the
 	// same publication.
@@ -293,9 +349,16 @@ func (b *bench) prepare(ctx context.Context) error {
 		SELECT pg_create_logical_replication_slot('warm', 'pgoutput');`); err != nil {
 		return err
 	}
-	return execSQL(ctx, b.tgt.DSN("native"), fmt.Sprintf(`CREATE SUBSCRIPTION native CONNECTION '%s' PUBLICATION bench
-		WITH (create_slot = false, slot_name = 'native', copy_data = false, enabled = false)`, connString(b.src.Port, "bench")))
+	if err := execSQL(ctx, b.tgt.DSN("native"), fmt.Sprintf(`CREATE SUBSCRIPTION native CONNECTION '%s' PUBLICATION bench
+		WITH (create_slot = false, slot_name = 'native', copy_data = false, enabled = false)`, connString(b.src.Port, "bench"))); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "prepared in %.1f s\n", time.Since(start).Seconds())
+	return nil
 }
+
+// immTables are the tables of the pipeline bench_imm: the large case's.
+const immTables = "public.bench,public.bench_marker"
 
 // prepareImmediate creates the pipeline bench_imm into its own database,
 // for decant with --stream-apply immediate. It is created just before the
@@ -307,7 +370,7 @@ func (b *bench) prepareImmediate(ctx context.Context) error {
 	if err := execSQL(ctx, b.tgt.DSN("decant_imm"), schema); err != nil {
 		return err
 	}
-	if out, err := b.decant(ctx, b.tgt.DSN("decant_imm"), "bench_imm", "init").CombinedOutput(); err != nil {
+	if out, err := b.decant(ctx, b.tgt.DSN("decant_imm"), "bench_imm", "init", "--tables", immTables).CombinedOutput(); err != nil {
 		return fmt.Errorf("decant init (bench_imm): %v\n%s", err, out)
 	}
 	return nil
@@ -317,67 +380,67 @@ func (b *bench) decant(ctx context.Context, target, pipeline string, args ...str
 	return exec.CommandContext(ctx, b.bin, append(args, "--source", b.srcDSN, "--target", target, "--pipeline", pipeline)...)
 }
 
-// consumer is one timed way of draining a case's backlog.
+// consumer is one timed way of draining a case's backlog. time starts
+// and stops the meter itself, around exactly what is timed.
 type consumer struct {
 	name string
-	time func(ctx context.Context) (result, error)
+	time func(ctx context.Context, m *meter) (result, error)
 	// writes names the server the consumer writes to: "pg" (the target
 	// cluster), "mariadb", or "" (none).
 	writes string
 }
 
-// timeCPU times consumer k and adds what the servers used meanwhile.
+// timeCPU settles the servers, times consumer k and adds what the
+// servers used meanwhile.
 func (b *bench) timeCPU(ctx context.Context, k consumer) (result, error) {
-	before, err := b.serverCPU()
-	if err != nil {
+	if err := b.settle(ctx); err != nil {
 		return result{}, err
 	}
-	r, err := k.time(ctx)
+	m := &meter{b: b}
+	r, err := k.time(ctx, m)
 	if err != nil {
 		return r, err
 	}
-	// The consumer's walsender and target session end with it: let the
-	// servers reap them, or their CPU time would be missed.
-	time.Sleep(500 * time.Millisecond)
-	after, err := b.serverCPU()
-	if err != nil {
-		return r, err
+	if !m.stopped {
+		return r, fmt.Errorf("bench: consumer %s did not stop its meter", k.name)
 	}
-	r.cpuSrc = after.src - before.src
+	r.elapsed, r.stall = m.elapsed, m.stall
+	r.cpuSrc = m.after.src - m.before.src
 	switch k.writes {
 	case "pg":
-		r.cpuTgt = after.tgt - before.tgt
+		r.cpuTgt = m.after.tgt - m.before.tgt
 	case "mariadb":
-		r.cpuTgt = after.my - before.my
+		r.cpuTgt = m.after.my - m.before.my
 	}
 	return r, nil
 }
 
-// runCase loads the case's workload and times each consumer draining it.
-func (b *bench) runCase(ctx context.Context, c benchCase) ([]result, error) {
+// runCase loads the case's workload and its marker, and times each
+// consumer draining them.
+func (b *bench) runCase(ctx context.Context, c benchCase, markerID int) ([]result, error) {
 	if c.large {
 		if err := b.prepareImmediate(ctx); err != nil {
 			return nil, err
 		}
 	}
 	start := time.Now()
-	if err := execSQL(ctx, b.srcDSN, c.load); err != nil {
+	if err := c.load(ctx, b); err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
-	fmt.Fprintf(os.Stderr, "%s: loaded in %.1f s\n", c.name, time.Since(start).Seconds())
-	end, err := currentLSN(ctx, b.srcDSN)
+	mk, err := b.commitMarker(ctx, markerID)
 	if err != nil {
 		return nil, err
 	}
+	fmt.Fprintf(os.Stderr, "%s: loaded in %.1f s\n", c.name, time.Since(start).Seconds())
 	// An untimed drain first, so that every timed consumer finds the
 	// WAL in the page cache and none pays for reading it from disk.
-	if _, err := timeCmd("warm-up", b.drain(ctx, "warm", end)); err != nil {
+	if _, err := runCmd("warm-up", b.drain(ctx, "warm", mk.end)); err != nil {
 		return nil, err
 	}
 	// A consumer that fails is reported with the others' figures: while a
 	// feature is being built, the rest of the case still says something.
 	var results []result
-	for _, k := range b.consumers(c, end) {
+	for _, k := range b.consumers(c, mk) {
 		r, err := b.timeCPU(ctx, k)
 		r.consumer, r.err = k.name, err
 		if err != nil {
@@ -391,51 +454,50 @@ func (b *bench) runCase(ctx context.Context, c benchCase) ([]result, error) {
 	return results, nil
 }
 
-// consumers lists what drains case c, whose backlog ends at end.
-func (b *bench) consumers(c benchCase, end string) []consumer {
-	drain := consumer{"pg_recvlogical (decode only)", func(ctx context.Context) (result, error) {
-		return timeCmd("pg_recvlogical", b.drain(ctx, "drain", end))
+// consumers lists what drains case c up to its marker mk.
+func (b *bench) consumers(c benchCase, mk marker) []consumer {
+	drain := consumer{"pg_recvlogical (decode only)", func(ctx context.Context, m *meter) (result, error) {
+		return b.timeDrain(ctx, m, "drain", mk)
 	}, ""}
-	decant := func(name, target, pipeline string, args ...string) consumer {
-		args = append([]string{"run", "--catch-up"}, args...)
-		writes := "pg"
-		if target == b.my.DSN("bench") {
-			writes = "mariadb"
-		}
-		return consumer{name, func(ctx context.Context) (result, error) {
-			r, err := timeCmd("decant "+pipeline, b.decant(ctx, target, pipeline, args...))
-			r.decant = args
-			return r, err
-		}, writes}
+	decantPG := func(name, db, pipeline string, args ...string) consumer {
+		return consumer{name, func(ctx context.Context, m *meter) (result, error) {
+			p, err := newPGPoller(ctx, b.tgt.DSN(db))
+			if err != nil {
+				return result{}, err
+			}
+			return b.timeDecant(ctx, m, p, mk, b.tgt.DSN(db), pipeline, args)
+		}, "pg"}
 	}
-	native := func(name string, streaming bool, probe string) consumer {
-		return consumer{name, func(ctx context.Context) (result, error) {
-			return timeNative(ctx, b.srcDSN, b.tgt.DSN("native"), streaming, probe)
+	decantMy := consumer{"decant run → MariaDB", func(ctx context.Context, m *meter) (result, error) {
+		p, err := newMyPoller(ctx, b.my.Port, "bench")
+		if err != nil {
+			return result{}, err
+		}
+		return b.timeDecant(ctx, m, p, mk, b.my.DSN("bench"), "bench_my", nil)
+	}, "mariadb"}
+	native := func(name string, streaming bool) consumer {
+		return consumer{name, func(ctx context.Context, m *meter) (result, error) {
+			return b.timeNative(ctx, m, mk, streaming)
 		}, "pg"}
 	}
 	if !c.large {
 		return []consumer{
 			drain,
-			decant("decant run --catch-up", b.tgt.DSN("decant"), "bench"),
-			native("PostgreSQL subscription", false, fingerprint),
-			decant("decant run --catch-up into MariaDB", b.my.DSN("bench"), "bench_my"),
+			decantPG("decant run → PostgreSQL", "decant", "bench"),
+			native("PostgreSQL subscription", false),
+			decantMy,
 		}
 	}
 	return []consumer{
 		drain,
-		decant("decant run --catch-up (default --stream-apply spool)", b.tgt.DSN("decant"), "bench"),
-		decant("decant run --catch-up --stream-apply immediate", b.tgt.DSN("decant_imm"), "bench_imm", "--stream-apply", "immediate"),
-		native(streamingSubscription, true, maxID),
-		decant("decant run --catch-up into MariaDB", b.my.DSN("bench"), "bench_my"),
+		decantPG("decant run → PostgreSQL (default --stream-apply spool)", "decant", "bench"),
+		decantPG("decant run → PostgreSQL --stream-apply immediate", "decant_imm", "bench_imm", "--stream-apply", "immediate"),
+		native(streamingSubscription, true),
+		decantMy,
 	}
 }
 
-// drain is pg_recvlogical decoding slot up to end into /dev/null.
-func (b *bench) drain(ctx context.Context, slot, end string) *exec.Cmd {
-	return exec.CommandContext(ctx, "/usr/lib/postgresql/15/bin/pg_recvlogical",
-		"-d", connString(b.src.Port, "bench"), "--slot", slot, "--start", "--endpos", end,
-		"-o", "proto_version=1", "-o", "publication_names=bench", "-f", "/dev/null", "--no-loop")
-}
+const streamingSubscription = "PostgreSQL subscription (streaming = on)"
 
 // rssGoal (over decant's --max-txn-memory) and the streaming
 // subscription's time are the team's goals for decant on the large case;
@@ -488,100 +550,6 @@ func mib(kib int64) string {
 
 func connString(port int, db string) string {
 	return fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=%s sslmode=disable", port, db)
-}
-
-// timeCmd runs cmd and reports its wall time, peak RSS (the child's
-// ru_maxrss, in KiB on Linux) and CPU time; name says what failed.
-func timeCmd(name string, cmd *exec.Cmd) (result, error) {
-	start := time.Now()
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return result{}, fmt.Errorf("%s: %v\n%s", name, err, out)
-	}
-	r := result{elapsed: time.Since(start)}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.rssKiB = ru.Maxrss
-		r.cpuSelf = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	return r, nil
-}
-
-// fingerprint summarises the bench table; equal fingerprints mean the
-// subscriber has applied everything (its confirmed position lags by up to
-// wal_receiver_status_interval, so it cannot tell when the work is done).
-const fingerprint = `SELECT count(*)::text || '/' || coalesce(sum(n), 0)::text || '/' || coalesce(sum(amount), 0)::text || '/' ||
-	coalesce(sum(length(label)), 0)::text FROM bench`
-
-// maxID is enough for a case that only inserts rows above the largest id
-// in one transaction, once the earlier cases were applied: the
-// subscriber's table shows the new maximum only when that transaction
-// has committed, whole. It reads the primary key index, where the
-// fingerprint would scan millions of rows on every poll and take CPU
-// from the apply worker it is timing.
-const maxID = `SELECT coalesce(max(id), 0)::text FROM bench`
-
-const streamingSubscription = "PostgreSQL subscription (streaming = on)"
-
-// timeNative sets the subscription's streaming option, enables it and
-// waits until probe gives the same answer on the subscriber as on the
-// source, then disables it again for the next case.
-func timeNative(ctx context.Context, srcDSN, subDSN string, streaming bool, probe string) (result, error) {
-	want, err := queryText(ctx, srcDSN, probe)
-	if err != nil {
-		return result{}, err
-	}
-	opt := "off"
-	if streaming {
-		opt = "on"
-	}
-	if err := execSQL(ctx, subDSN, `ALTER SUBSCRIPTION native SET (streaming = `+opt+`)`); err != nil {
-		return result{}, err
-	}
-	// One session polls: a connection per poll would cost the target a
-	// backend start every 20 ms, counted against the subscription.
-	poll, err := pgx.Connect(ctx, subDSN)
-	if err != nil {
-		return result{}, err
-	}
-	defer poll.Close(ctx)
-	start := time.Now()
-	if err := execSQL(ctx, subDSN, `ALTER SUBSCRIPTION native ENABLE`); err != nil {
-		return result{}, err
-	}
-	for {
-		var got string
-		if err := poll.QueryRow(ctx, probe).Scan(&got); err != nil {
-			return result{}, err
-		}
-		if got == want {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	elapsed := time.Since(start)
-	conn, err := pgx.Connect(ctx, srcDSN)
-	if err != nil {
-		return result{}, err
-	}
-	defer conn.Close(ctx)
-	if err := execSQL(ctx, subDSN, `ALTER SUBSCRIPTION native DISABLE`); err != nil {
-		return result{}, err
-	}
-	for { // wait for the apply worker to release the slot
-		var active bool
-		if err := conn.QueryRow(ctx, `SELECT active FROM pg_replication_slots WHERE slot_name = 'native'`).Scan(&active); err != nil {
-			return result{}, err
-		}
-		if !active {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return result{elapsed: elapsed}, nil
-}
-
-func currentLSN(ctx context.Context, dsn string) (string, error) {
-	return queryText(ctx, dsn, `SELECT pg_current_wal_lsn()::text`)
 }
 
 func queryText(ctx context.Context, dsn, sql string) (string, error) {
