@@ -3,6 +3,7 @@ package pgoutput
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/decant/decant/source"
 )
@@ -129,7 +130,9 @@ func (s *stream) event(ctx context.Context, ev Event) error {
 		}
 		return s.change(ctx, ev)
 	case EventCommit:
-		s.r.log.Debug("commit received", "xid", ev.Txn.Xid, "commit", ev.Txn.Commit.String(), "end", ev.End.String())
+		if s.r.log.Enabled(ctx, slog.LevelDebug) { // once per transaction: not even the positions' text without it
+			s.r.log.Debug("commit received", "xid", ev.Txn.Xid, "commit", ev.Txn.Commit.String(), "end", ev.End.String())
+		}
 		a.cur.Commit, a.cur.End = true, ev.End
 		if err := s.send(ctx, a.cur); err != nil {
 			return err

@@ -429,7 +429,9 @@ func (s *stream) copyData(ctx context.Context, data []byte) error {
 		if err != nil {
 			return fmt.Errorf("%w: keepalive: %v", ErrMalformed, err)
 		}
-		s.r.log.Debug("keepalive", "wal_end", source.LSN(k.ServerWALEnd).String(), "reply", k.ReplyRequested, "in_txn", s.dec.InTxn())
+		if s.r.log.Enabled(ctx, slog.LevelDebug) {
+			s.r.log.Debug("keepalive", "wal_end", source.LSN(k.ServerWALEnd).String(), "reply", k.ReplyRequested, "in_txn", s.dec.InTxn())
+		}
 		if k.ReplyRequested {
 			if err := s.maybeReport(ctx, true); err != nil {
 				return err
