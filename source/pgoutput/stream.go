@@ -2,6 +2,7 @@ package pgoutput
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -396,6 +397,13 @@ func (s *stream) wakeup(ctx context.Context, sock net.Conn, quiet *source.Silenc
 		// was just overwritten: let the next read stop at once.
 		return sock.SetReadDeadline(now)
 	}
+	select {
+	case <-s.ticker.C:
+		if err := s.report(ctx); err != nil {
+			return err
+		}
+	default:
+	}
 	if heard {
 		quiet.Heard(now)
 		return nil
@@ -440,13 +448,17 @@ func (s *stream) copyData(ctx context.Context, data []byte) error {
 		s.idleMark(source.LSN(k.ServerWALEnd))
 		return nil
 	case pglogrepl.XLogDataByteID:
-		x, err := pglogrepl.ParseXLogData(data[1:])
-		if err != nil {
-			return fmt.Errorf("%w: %v", ErrMalformed, err)
+		// XLogData: Int64 WAL position of the data, Int64 end of the
+		// server's WAL, Int64 server time, then the pgoutput message.
+		// Read here rather than by pglogrepl.ParseXLogData, which also
+		// converts the time, unused, for every message.
+		const header = 1 + 8 + 8 + 8
+		if len(data) < header {
+			return fmt.Errorf("%w: XLogData of %d bytes, shorter than its header", ErrMalformed, len(data))
 		}
-		ev, err := s.dec.Decode(x.WALData)
+		ev, err := s.dec.Decode(data[header:])
 		if err != nil {
-			return fmt.Errorf("decode message at %s: %w", source.LSN(x.WALStart), err)
+			return fmt.Errorf("decode message at %s: %w", source.LSN(binary.BigEndian.Uint64(data[1:])), err)
 		}
 		return s.event(ctx, ev)
 	}
@@ -508,13 +520,9 @@ func (s *stream) send(ctx context.Context, c source.Chunk) error {
 }
 
 // maybeReport sends a standby status update when the applied position moved
-// or the interval elapsed (or always, when force is set).
+// (or always, when force is set). It runs before every receive, so it
+// costs one atomic load; the interval's updates are sent from wakeup.
 func (s *stream) maybeReport(ctx context.Context, force bool) error {
-	select {
-	case <-s.ticker.C:
-		force = true
-	default:
-	}
 	if !force && s.acked() == s.reported {
 		return nil
 	}
