@@ -1,6 +1,7 @@
 package pg
 
 import (
+	"bytes"
 	"regexp"
 	"slices"
 	"strconv"
@@ -559,4 +560,51 @@ func unescapeCopyText(t *testing.T, s string) string {
 		b.WriteByte(c)
 	}
 	return b.String()
+}
+
+// TestPlainPrefix compares the word-at-a-time scan with a byte loop for
+// every byte value at every position of values up to three words long,
+// in a background of bytes that are neighbours of the ones it looks for.
+func TestPlainPrefix(t *testing.T) {
+	naive := func(v []byte) int {
+		for i, c := range v {
+			if c == '\\' || c == '\n' || c == '\r' || c == '\t' {
+				return i
+			}
+		}
+		return len(v)
+	}
+	for _, fill := range []byte{'a', 0x20, 0x1f, 0x5b, 0x5d, 0xdc, 0xff, 0x80, 0x0b} {
+		for n := 0; n <= 24; n++ {
+			for pos := 0; pos < n; pos++ {
+				for c := 0; c < 256; c++ {
+					v := bytes.Repeat([]byte{fill}, n)
+					v[pos] = byte(c)
+					if got, want := plainPrefix(v), naive(v); got != want {
+						t.Fatalf("plainPrefix(%q) = %d, want %d", v, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkAppendCopyText renders the values of a row like the CPU
+// workload's: int, bigint, 40 bytes of text, numeric, timestamptz, jsonb.
+func BenchmarkAppendCopyText(b *testing.B) {
+	row := [][]byte{[]byte("123456"), []byte("123456370368"), []byte("e10adc3949ba59abbe56e057f20f883eabcdefgh"),
+		[]byte("17636.5714"), []byte("2026-01-02 10:17:36+00"), []byte(`{"k": 123456, "v": "x123456"}`)}
+	n := 0
+	for _, v := range row {
+		n += len(v)
+	}
+	b.SetBytes(int64(n))
+	b.ReportAllocs()
+	buf := make([]byte, 0, 4096)
+	for b.Loop() {
+		buf = buf[:0]
+		for _, v := range row {
+			buf = appendCopyText(buf, v)
+		}
+	}
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,6 +19,7 @@ func runCmd() *cobra.Command {
 	var f flags
 	var catchUp bool
 	var slotWait time.Duration
+	var cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Stream and apply until SIGINT/SIGTERM (or, with --catch-up, until caught up)",
@@ -30,7 +33,15 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 			if err != nil {
 				return err
 			}
-			return runPipeline(cmd.Context(), c, catchUp, slotWait, logger(c))
+			stop, err := startCPUProfile(cpuProfile)
+			if err != nil {
+				return err
+			}
+			err = runPipeline(cmd.Context(), c, catchUp, slotWait, logger(c))
+			if perr := stop(); err == nil {
+				err = perr
+			}
+			return err
 		},
 	}
 	addFlags(cmd, &f, true) // GaussDB sources decode --tables (white-table-list); PostgreSQL ones keep it in the publication
@@ -40,7 +51,33 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 	addApplyFlags(cmd, &f)
 	cmd.Flags().BoolVar(&catchUp, "catch-up", false, "exit 0 once everything committed on the source before the start is applied")
 	cmd.Flags().DurationVar(&slotWait, "slot-wait", 60*time.Second, "how long to keep retrying while the slot is held by another session before giving up")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (Go pprof format, for go tool pprof), completed when decant exits, on SIGINT or SIGTERM too")
 	return cmd
+}
+
+// startCPUProfile starts writing a CPU profile to path when it is set,
+// and returns what completes and closes it. It is completed however the
+// run ends (caught up, SIGINT or SIGTERM, an error), since each of those
+// returns through runCmd; only SIGKILL leaves it truncated.
+func startCPUProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, usagef("--cpuprofile: %v", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, usagef("--cpuprofile: %v", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("write CPU profile %s: %w", path, err)
+		}
+		return nil
+	}, nil
 }
 
 // runPipeline streams and applies until ctx ends or, with catchUp, the

@@ -3,6 +3,7 @@ package pgoutput
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/decant/decant/source"
 )
@@ -52,6 +53,12 @@ type assembler struct {
 
 	cur      source.Chunk // ordinary transaction: chunk being filled
 	curBytes int
+	// curTotal counts the changes of the ordinary transaction being
+	// filled; hint, the last one's up to chunkChanges, is the capacity a
+	// new chunk starts with: transactions in a stream tend to be alike,
+	// and a chunk grown by append from nothing allocates twice its size.
+	curTotal int
+	hint     int
 	holding  *heldTxn // Begin Prepare seen: changes go to its spool
 	streams  map[uint32]*streamTxn
 	prepared map[string]*heldTxn // by GID
@@ -114,7 +121,7 @@ func (s *stream) event(ctx context.Context, ev Event) error {
 	case EventRelation:
 		return s.describe(ctx, ev.Rel)
 	case EventBegin:
-		a.cur, a.curBytes = source.Chunk{Txn: ev.Txn}, 0
+		a.cur, a.curBytes, a.curTotal = source.Chunk{Txn: ev.Txn}, 0, 0
 	case EventChange:
 		if ev.Change.Op == source.OpDDL {
 			if err := s.describeDDL(ctx, ev.Change.DDL); err != nil {
@@ -123,12 +130,17 @@ func (s *stream) event(ctx context.Context, ev Event) error {
 		}
 		return s.change(ctx, ev)
 	case EventCommit:
-		s.r.log.Debug("commit received", "xid", ev.Txn.Xid, "commit", ev.Txn.Commit.String(), "end", ev.End.String())
+		if s.r.log.Enabled(ctx, slog.LevelDebug) { // once per transaction: not even the positions' text without it
+			s.r.log.Debug("commit received", "xid", ev.Txn.Xid, "commit", ev.Txn.Commit.String(), "end", ev.End.String())
+		}
 		a.cur.Commit, a.cur.End = true, ev.End
 		if err := s.send(ctx, a.cur); err != nil {
 			return err
 		}
 		a.cur = source.Chunk{}
+		if a.curTotal > 0 {
+			a.hint = min(a.curTotal, chunkChanges)
+		}
 	case EventStreamStart:
 		if a.streams[ev.Xid] == nil {
 			st := &streamTxn{txn: &source.Txn{Xid: ev.Xid, Streamed: true}}
@@ -213,8 +225,12 @@ func (s *stream) change(ctx context.Context, ev Event) error {
 	case a.holding != nil:
 		return a.holding.spool.Add(ev.Change)
 	}
+	if a.cur.Changes == nil {
+		a.cur.Changes = make([]source.Change, 0, max(a.hint, 1))
+	}
 	a.cur.Changes = append(a.cur.Changes, ev.Change)
 	a.curBytes += changeBytes(&ev.Change)
+	a.curTotal++
 	if len(a.cur.Changes) >= chunkChanges || a.curBytes >= chunkBytes {
 		if err := s.send(ctx, a.cur); err != nil {
 			return err

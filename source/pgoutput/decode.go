@@ -7,9 +7,10 @@
 // decoding of prepared transactions at PREPARE TRANSACTION, 4 (PostgreSQL
 // 16) the abort position of a streamed transaction for parallel apply.
 //
-// Data messages are parsed by github.com/jackc/pglogrepl; the fixed-layout
-// streaming and two-phase control messages by the readers at the end of
-// this file. This package keeps the relation cache, checks the order of
+// Row changes (Insert, Update, Delete) are read by tuple.go without an
+// allocation per row; the other data messages are parsed by
+// github.com/jackc/pglogrepl; the fixed-layout streaming and two-phase
+// control messages by the readers at the end of this file. This package keeps the relation cache, checks the order of
 // messages and turns them into decant's vocabulary. The replication
 // connection (slot, publication, feedback) is in stream.go; setup and
 // status queries in admin.go.
@@ -104,6 +105,8 @@ type Decoder struct {
 	inStream bool
 	stream   uint32
 	origins  map[uint32]string
+
+	arena arena // where decoded rows live
 }
 
 // NewDecoder returns a decoder with an empty relation cache, reading
@@ -136,7 +139,8 @@ func (d *Decoder) TypeName(oid uint32) (string, bool) {
 }
 
 // Decode decodes one pgoutput message (the payload of an XLogData message).
-// The returned Change does not alias data.
+// The returned Change does not alias data: its values live in memory of
+// the decoder's that is never written again (see arena).
 func (d *Decoder) Decode(data []byte) (ev Event, err error) {
 	if d.protocol < 0 || d.protocol > 4 {
 		return Event{}, fmt.Errorf("pgoutput protocol version %d is not supported (1 to 4)", d.protocol)
@@ -149,6 +153,16 @@ func (d *Decoder) Decode(data []byte) (ev Event, err error) {
 			return Event{}, fmt.Errorf("%w: message type %q is defined from protocol version %d, not in version %d", ErrMalformed, data[0], since, d.version())
 		}
 		return decode(d, data)
+	}
+	if k := data[0]; k == 'I' || k == 'U' || k == 'D' {
+		ev, xid, err := d.rowChange(data)
+		if err != nil {
+			return Event{}, err
+		}
+		if d.inStream {
+			ev.Xid, ev.Change.Sub = d.stream, xid
+		}
+		return ev, nil
 	}
 	msg, xid, err := parse(data, d.inStream)
 	if err != nil {
@@ -194,7 +208,8 @@ func control(kind byte) (decode func(*Decoder, []byte) (Event, error), since int
 	return nil, 0
 }
 
-// data handles the messages pglogrepl parses. size is the message's length
+// data handles the messages pglogrepl parses: all but the row changes
+// (tuple.go) and the control messages of protocols 2 and 3. size is the message's length
 // without a stream block's xid.
 func (d *Decoder) data(msg pglogrepl.Message, kind byte, size int) (Event, error) {
 	switch m := msg.(type) {
@@ -209,12 +224,6 @@ func (d *Decoder) data(msg pglogrepl.Message, kind byte, size int) (Event, error
 	case *pglogrepl.TypeMessage:
 		d.types[m.DataType] = m.Namespace + "." + m.Name
 		return Event{}, nil
-	case *pglogrepl.InsertMessage:
-		return d.change(source.OpInsert, m.RelationID, nil, m.Tuple)
-	case *pglogrepl.UpdateMessage:
-		return d.change(source.OpUpdate, m.RelationID, m.OldTuple, m.NewTuple)
-	case *pglogrepl.DeleteMessage:
-		return d.change(source.OpDelete, m.RelationID, m.OldTuple, nil)
 	case *pglogrepl.TruncateMessage:
 		return d.truncate(m)
 	case *pglogrepl.LogicalDecodingMessage:
@@ -262,12 +271,6 @@ func unwrapV2(msg pglogrepl.Message) (pglogrepl.Message, uint32) {
 		return &m.RelationMessage, m.Xid
 	case *pglogrepl.TypeMessageV2:
 		return &m.TypeMessage, m.Xid
-	case *pglogrepl.InsertMessageV2:
-		return &m.InsertMessage, m.Xid
-	case *pglogrepl.UpdateMessageV2:
-		return &m.UpdateMessage, m.Xid
-	case *pglogrepl.DeleteMessageV2:
-		return &m.DeleteMessage, m.Xid
 	case *pglogrepl.TruncateMessageV2:
 		return &m.TruncateMessage, m.Xid
 	case *pglogrepl.LogicalDecodingMessageV2:
@@ -365,56 +368,6 @@ func (d *Decoder) current() (xid uint32, ok bool) {
 		return d.txn.Xid, true
 	}
 	return 0, false
-}
-
-func (d *Decoder) change(op source.Op, relID uint32, old, new *pglogrepl.TupleData) (Event, error) {
-	xid, ok := d.current()
-	if !ok {
-		return Event{}, fmt.Errorf("%w: %s outside a transaction", ErrMalformed, op)
-	}
-	rel, ok := d.rels[relID]
-	if !ok {
-		return Event{}, fmt.Errorf("%w: %s in xid %d for relation %d that was never announced", ErrMalformed, op, xid, relID)
-	}
-	c := source.Change{Op: op, Rel: rel}
-	var err error
-	if c.Old, err = row(rel, old); err != nil {
-		return Event{}, fmt.Errorf("%s old row of %s in xid %d: %w", op, rel.Table(), xid, err)
-	}
-	if c.New, err = row(rel, new); err != nil {
-		return Event{}, fmt.Errorf("%s new row of %s in xid %d: %w", op, rel.Table(), xid, err)
-	}
-	if (op != source.OpDelete && c.New == nil) || (op == source.OpDelete && c.Old == nil) {
-		return Event{}, fmt.Errorf("%w: %s of %s in xid %d without a row", ErrMalformed, op, rel.Table(), xid)
-	}
-	return Event{Kind: EventChange, Change: c}, nil
-}
-
-// row converts a tuple. pglogrepl has already copied each value out of the
-// message buffer, so the Values may be kept after the next receive.
-func row(rel *source.Relation, t *pglogrepl.TupleData) ([]source.Value, error) {
-	if t == nil {
-		return nil, nil
-	}
-	if len(t.Columns) != len(rel.Columns) {
-		return nil, fmt.Errorf("%w: %d values for %d columns", ErrMalformed, len(t.Columns), len(rel.Columns))
-	}
-	vals := make([]source.Value, len(t.Columns))
-	for i, c := range t.Columns {
-		switch c.DataType {
-		case pglogrepl.TupleDataTypeNull:
-			vals[i] = source.Value{Kind: source.ValueNull}
-		case pglogrepl.TupleDataTypeToast:
-			vals[i] = source.Value{Kind: source.ValueUnchanged}
-		case pglogrepl.TupleDataTypeText:
-			vals[i] = source.Value{Kind: source.ValueText, Data: c.Data}
-		case pglogrepl.TupleDataTypeBinary:
-			vals[i] = source.Value{Kind: source.ValueBinary, Data: c.Data}
-		default:
-			return nil, fmt.Errorf("%w: column %q has value kind %q", ErrMalformed, rel.Columns[i].Name, c.DataType)
-		}
-	}
-	return vals, nil
 }
 
 func (d *Decoder) truncate(m *pglogrepl.TruncateMessage) (Event, error) {
@@ -588,70 +541,24 @@ func (d *Decoder) streamPrepare(data []byte) (Event, error) {
 	return Event{Kind: EventStreamPrepare, Txn: txn, End: m.end, Xid: m.xid, GID: m.gid}, nil
 }
 
-// checkLengths walks the length-prefixed parts of the messages whose sizes
-// come from the wire (tuple values, truncate relation lists) and refuses a
-// message whose lengths point past its end, before pglogrepl allocates
-// buffers of those sizes. Inside a stream block these messages carry a
-// 4-byte xid after the type byte.
+// checkLengths walks the length-prefixed parts of the messages pglogrepl
+// parses whose sizes come from the wire (truncate relation lists) and
+// refuses a message whose lengths point past its end, before pglogrepl
+// allocates buffers of those sizes. Inside a stream block these messages
+// carry a 4-byte xid after the type byte. (Row changes, whose tuples carry
+// such lengths, are read by rowChange, which checks them as it goes.)
 func checkLengths(data []byte, inStream bool) error {
-	bad := func(what string) error {
-		return fmt.Errorf("%w: message type %q: %s runs past the end of the message (%d bytes)", ErrMalformed, data[0], what, len(data))
-	}
 	off := 1 // past the type byte and, in a stream block, the xid
 	if inStream {
 		off += 4
 	}
-	switch data[0] {
-	case 'I':
-		return checkTuples(data, off+4, 1, bad)
-	case 'U':
-		tuples := 1
-		if k := off + 4; len(data) > k && (data[k] == 'K' || data[k] == 'O') {
-			tuples = 2
-		}
-		return checkTuples(data, off+4, tuples, bad)
-	case 'D':
-		return checkTuples(data, off+4, 1, bad)
-	case 'T':
+	if data[0] == 'T' {
 		if len(data) < off+4+1 {
-			return bad("truncate header")
+			return pastEnd(data[0], "truncate header", len(data))
 		}
 		n := uint64(binary.BigEndian.Uint32(data[off:]))
 		if uint64(len(data)) < uint64(off)+4+1+4*n {
-			return bad("truncate relation list")
-		}
-	}
-	return nil
-}
-
-// checkTuples checks count tuples starting at off, each preceded by its
-// one-byte kind ('N', 'K' or 'O').
-func checkTuples(data []byte, off, count int, bad func(string) error) error {
-	for t := 0; t < count; t++ {
-		if off+1+2 > len(data) {
-			return bad("tuple header")
-		}
-		off++ // tuple kind
-		cols := int(binary.BigEndian.Uint16(data[off:]))
-		off += 2
-		for i := 0; i < cols; i++ {
-			if off >= len(data) {
-				return bad("column kind")
-			}
-			kind := data[off]
-			off++
-			if kind != 't' && kind != 'b' {
-				continue
-			}
-			if off+4 > len(data) {
-				return bad("column length")
-			}
-			n := uint64(binary.BigEndian.Uint32(data[off:]))
-			off += 4
-			if uint64(off)+n > uint64(len(data)) {
-				return bad("column value")
-			}
-			off += int(n)
+			return pastEnd(data[0], "truncate relation list", len(data))
 		}
 	}
 	return nil

@@ -2,9 +2,11 @@ package pgoutput
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strconv"
 	"time"
 
@@ -324,29 +326,48 @@ func (s *stream) closeCatalog(ctx context.Context) {
 // Timeout (no data, no keepalive, even after asking for one) ends it with
 // a *source.TimeoutError: the server or the network in between is hung,
 // and only a new connection can tell.
+//
+// Receiving costs no timer or context per message: a read deadline on the
+// socket, renewed once per ackPoll, wakes the loop at least that often
+// (while data flows too: a message cut by it is read on from where it
+// stopped), and one context.AfterFunc moves the deadline to now when ctx
+// ends. The loop checks the silence at those wakeups only, so silences
+// are measured to within ackPoll.
 func (s *stream) run(ctx context.Context) error {
 	quiet := source.Silence{Limit: s.r.cfg.Timeout}
 	quiet.Heard(time.Now())
+	sock := s.conn.Conn()
+	stop := context.AfterFunc(ctx, func() { sock.SetReadDeadline(time.Now()) })
+	defer func() {
+		stop()
+		sock.SetReadDeadline(time.Time{})
+	}()
+	if err := sock.SetReadDeadline(time.Now().Add(ackPoll)); err != nil {
+		return fmt.Errorf("receive from source: %w", err)
+	}
+	// recvCtx has no Done channel: pgconn then watches nothing per
+	// message; the deadline above does its work.
+	recvCtx := context.WithoutCancel(ctx)
+	heard := false // a message since the last wakeup
 	for {
 		if err := s.maybeReport(ctx, false); err != nil {
 			return err
 		}
-		recvCtx, cancel := context.WithTimeout(ctx, ackPoll)
 		msg, err := s.conn.ReceiveMessage(recvCtx)
-		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
 				// A clean stop: tell the source what the target holds now.
 				s.report(context.WithoutCancel(ctx))
 				return ctx.Err()
 			}
-			if pgconn.Timeout(err) {
-				if err := s.silent(ctx, &quiet); err != nil {
-					return err
-				}
-				continue
+			if !pgconn.Timeout(err) {
+				return fmt.Errorf("receive from source: %w", err)
 			}
-			return fmt.Errorf("receive from source: %w", err)
+			if err := s.wakeup(ctx, sock, &quiet, heard); err != nil {
+				return err
+			}
+			heard = false
+			continue
 		}
 		switch m := msg.(type) {
 		case *pgproto3.CopyData:
@@ -360,8 +381,34 @@ func (s *stream) run(ctx context.Context) error {
 		}
 		// After handling it: time spent waiting for the applier is not
 		// the source's silence.
-		quiet.Heard(time.Now())
+		heard = true
 	}
+}
+
+// wakeup runs when the read deadline passed: it renews the deadline and
+// checks the silence, which a message since the last wakeup (heard) ends.
+func (s *stream) wakeup(ctx context.Context, sock net.Conn, quiet *source.Silence, heard bool) error {
+	now := time.Now()
+	if err := sock.SetReadDeadline(now.Add(ackPoll)); err != nil {
+		return fmt.Errorf("receive from source: %w", err)
+	}
+	if ctx.Err() != nil {
+		// ctx ended since the read failed and its AfterFunc's deadline
+		// was just overwritten: let the next read stop at once.
+		return sock.SetReadDeadline(now)
+	}
+	select {
+	case <-s.ticker.C:
+		if err := s.report(ctx); err != nil {
+			return err
+		}
+	default:
+	}
+	if heard {
+		quiet.Heard(now)
+		return nil
+	}
+	return s.silent(ctx, quiet)
 }
 
 // silent handles a wait that brought no message: halfway through a
@@ -390,7 +437,9 @@ func (s *stream) copyData(ctx context.Context, data []byte) error {
 		if err != nil {
 			return fmt.Errorf("%w: keepalive: %v", ErrMalformed, err)
 		}
-		s.r.log.Debug("keepalive", "wal_end", source.LSN(k.ServerWALEnd).String(), "reply", k.ReplyRequested, "in_txn", s.dec.InTxn())
+		if s.r.log.Enabled(ctx, slog.LevelDebug) {
+			s.r.log.Debug("keepalive", "wal_end", source.LSN(k.ServerWALEnd).String(), "reply", k.ReplyRequested, "in_txn", s.dec.InTxn())
+		}
 		if k.ReplyRequested {
 			if err := s.maybeReport(ctx, true); err != nil {
 				return err
@@ -399,13 +448,17 @@ func (s *stream) copyData(ctx context.Context, data []byte) error {
 		s.idleMark(source.LSN(k.ServerWALEnd))
 		return nil
 	case pglogrepl.XLogDataByteID:
-		x, err := pglogrepl.ParseXLogData(data[1:])
-		if err != nil {
-			return fmt.Errorf("%w: %v", ErrMalformed, err)
+		// XLogData: Int64 WAL position of the data, Int64 end of the
+		// server's WAL, Int64 server time, then the pgoutput message.
+		// Read here rather than by pglogrepl.ParseXLogData, which also
+		// converts the time, unused, for every message.
+		const header = 1 + 8 + 8 + 8
+		if len(data) < header {
+			return fmt.Errorf("%w: XLogData of %d bytes, shorter than its header", ErrMalformed, len(data))
 		}
-		ev, err := s.dec.Decode(x.WALData)
+		ev, err := s.dec.Decode(data[header:])
 		if err != nil {
-			return fmt.Errorf("decode message at %s: %w", source.LSN(x.WALStart), err)
+			return fmt.Errorf("decode message at %s: %w", source.LSN(binary.BigEndian.Uint64(data[1:])), err)
 		}
 		return s.event(ctx, ev)
 	}
@@ -467,13 +520,9 @@ func (s *stream) send(ctx context.Context, c source.Chunk) error {
 }
 
 // maybeReport sends a standby status update when the applied position moved
-// or the interval elapsed (or always, when force is set).
+// (or always, when force is set). It runs before every receive, so it
+// costs one atomic load; the interval's updates are sent from wakeup.
 func (s *stream) maybeReport(ctx context.Context, force bool) error {
-	select {
-	case <-s.ticker.C:
-		force = true
-	default:
-	}
 	if !force && s.acked() == s.reported {
 		return nil
 	}
