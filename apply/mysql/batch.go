@@ -83,8 +83,14 @@ func (t *Target) flush(ctx context.Context) error {
 	}
 	res, err := t.exec(ctx, strings.Join(parts, ";\n"), args)
 	if err != nil {
-		if apply.Transient(err) || !t.inTx {
+		switch {
+		case apply.Transient(err) || !t.inTx:
 			return t.batchError(err)
+		case b.net():
+			// A set-based statement may be the one that failed, and it
+			// could not name its change: the replay does, applying the
+			// target transaction change by change (apply.Replay).
+			return t.replay.Fail(describe(err))
 		}
 		return t.diagnose(ctx, err)
 	}
@@ -94,10 +100,25 @@ func (t *Target) flush(ctx context.Context) error {
 	}
 	for i, s := range b.stmts {
 		if got := counts[len(prefix)+i]; s.info.Expect >= 0 && got != int64(s.info.Expect) {
-			return s.info.Fail(rowCountError(s.info, got))
+			err := s.info.Fail(rowCountError(s.info, got))
+			if s.info.Net {
+				err = t.replay.Fail(err)
+			}
+			return err
 		}
 	}
 	return nil
+}
+
+// net reports whether the batch holds a set-based statement of a window
+// of net changes.
+func (b *batch) net() bool {
+	for _, s := range b.stmts {
+		if s.info.Net {
+			return true
+		}
+	}
+	return false
 }
 
 // batchError attributes an error to the batch's only statement when there

@@ -249,6 +249,11 @@ type plan struct {
 	deleteHead string
 	keyMarks   string
 	shapes     *mapping.Shapes // UPDATE statements
+	// For a window of net changes (net.go): the key columns by source
+	// column, and the DELETE's head, rendered on first use.
+	isKey         []bool
+	netDeleteHead string
+	netKeyMarks   string
 }
 
 func (t *Target) plan(ctx context.Context, rel *source.Relation) (*plan, error) {
@@ -303,6 +308,10 @@ func newPlan(rel *source.Relation, tt *Table, rules mapping.ColumnRules, policy 
 		return nil, fmt.Errorf("source table %s cannot be written to target table %s: %v", rel.Table(), targetText(tt.Name), bad)
 	}
 	p.insertHead, p.rowMarks = insertHead(mp)
+	p.isKey = make([]bool, len(rel.Columns))
+	for _, i := range mp.Key {
+		p.isKey[i] = true
+	}
 	if len(mp.Key) > 0 {
 		p.deleteHead, p.keyMarks = deleteInHead(mp)
 	}
