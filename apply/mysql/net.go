@@ -26,8 +26,7 @@ import (
 // column's type only as it is assigned, by the same conversion as the
 // literal of the single-row statement. The key columns of a compacted
 // table compare their values alone (mapping.NetCompact), so the join
-// finds rows as the single-row WHERE does, by the primary key's index
-// (eq_ref).
+// finds rows as the single-row WHERE does, by the primary key's index.
 
 // sendNet writes the window: table by table, in the order of their first
 // change, its deletes, then its updates, then its inserts. Keys are
@@ -263,11 +262,13 @@ func renderNetDeleteHead(p *mapping.Plan) (head, marks string) {
 // renderNetUpdate sets columns set of n rows found by key: the parameters
 // are, row by row, the key values and then the set values, in a derived
 // table v whose columns are k1... (the key) and c1... (the set columns).
-// With nothing to set, a key column is set to itself, so that the
-// statement still counts the rows it found.
+// STRAIGHT_JOIN reads v first and finds each row by the key's index: a
+// scan of the table instead would lock every row it passes until the
+// transaction ends. With nothing to set, a key column is set to itself,
+// so that the statement still counts the rows it found.
 func renderNetUpdate(p *mapping.Plan, set []int, n int) string {
 	var b strings.Builder
-	b.WriteString("UPDATE " + quoteTable(p.Target) + " AS x JOIN (SELECT ")
+	b.WriteString("UPDATE (SELECT ")
 	width := len(p.Key) + len(set)
 	for k := range p.Key {
 		if k > 0 {
@@ -282,7 +283,7 @@ func renderNetUpdate(p *mapping.Plan, set []int, n int) string {
 	for i := 1; i < n; i++ {
 		b.WriteString(rest)
 	}
-	b.WriteString(") AS v ON ")
+	b.WriteString(") AS v STRAIGHT_JOIN " + quoteTable(p.Target) + " AS x ON ")
 	for k, col := range p.Key {
 		if k > 0 {
 			b.WriteString(" AND ")

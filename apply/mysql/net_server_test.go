@@ -170,11 +170,20 @@ func TestNetMatchesPlain(t *testing.T) {
 	for id := 61; id <= 64; id++ {
 		load = append(load, mk(source.OpInsert, netTypesRow(id, 0, false)))
 	}
+	// Then updates that set the values the rows hold already: found but
+	// not changed, they must still count (clientFoundRows).
+	var same []source.Change
+	for id := 7; id <= 56; id += 7 {
+		same = append(same, mk(source.OpUpdate, netTypesRow(id, 3, false)))
+	}
 	for _, f := range []*netFixture{plain, net} {
 		if err := f.apply(t, [][]source.Change{load}, 200); err != nil {
 			t.Fatal(err)
 		}
 		if err := f.apply(t, txns, 300); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.apply(t, [][]source.Change{same}, 400); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -187,11 +196,11 @@ func TestNetMatchesPlain(t *testing.T) {
 		t.Fatalf("the compacting target sent no multi-table UPDATE (%d, %v)", multi, err)
 	}
 
-	var same []string
+	var equal []string
 	for _, c := range netTypes {
-		same = append(same, fmt.Sprintf("SUM(NOT (a.`%s` <=> b.`%[1]s`)) AS `%[1]s`", c.name))
+		equal = append(equal, fmt.Sprintf("SUM(NOT (a.`%s` <=> b.`%[1]s`)) AS `%[1]s`", c.name))
 	}
-	rows, err := plain.db.QueryContext(t.Context(), "SELECT COUNT(*), "+strings.Join(same, ", ")+" FROM plain.ty a JOIN net.ty b ON a.id = b.id")
+	rows, err := plain.db.QueryContext(t.Context(), "SELECT COUNT(*), "+strings.Join(equal, ", ")+" FROM plain.ty a JOIN net.ty b ON a.id = b.id")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,5 +272,39 @@ func TestNetDiverged(t *testing.T) {
 	if errors.As(err, &replay) || !errors.As(err, &ae) || ae.Xid != 302 || ae.Commit != 302 || ae.Op != "update" || ae.Table.Name != "ty" ||
 		!strings.Contains(err.Error(), "0 of 1 changed rows found on the target: the target has diverged") || apply.Transient(err) {
 		t.Fatalf("replayed change by change: %v, want the update of xid 302 saying the target diverged", err)
+	}
+}
+
+// TestNetDuplicate: a row inserted on the target behind decant's back
+// makes the multi-row INSERT of a window fail in its batch; the batch's
+// diagnosis finds the set-based statement, so the failure replays the
+// transactions change by change, and the error names the one insert.
+func TestNetDuplicate(t *testing.T) {
+	m := harness.MariaDBT(t)
+	f := newNetFixture(t, m, "duplicate", Config{})
+	rel := netTypesRelation()
+	if _, err := f.db.ExecContext(t.Context(), "INSERT INTO ty (id) VALUES (5)"); err != nil {
+		t.Fatal(err)
+	}
+	var txns [][]source.Change
+	for first := 1; first <= 9; first += 3 {
+		var changes []source.Change
+		for id := first; id < first+3; id++ {
+			changes = append(changes, source.Change{Op: source.OpInsert, Rel: rel, New: row(netTypesRow(id, 0, false)...)})
+		}
+		txns = append(txns, changes) // ids 4..6 are the second: xid 301
+	}
+	err := f.apply(t, txns, 300)
+	var replay *apply.ReplayError
+	if !errors.As(err, &replay) || !strings.Contains(err.Error(), "Duplicate entry") {
+		t.Fatalf("set-based insert of a row the target has: %v, want a ReplayError", err)
+	}
+	if _, err := f.target.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	err = f.apply(t, txns, 300)
+	var ae *apply.Error
+	if errors.As(err, &replay) || !errors.As(err, &ae) || ae.Xid != 301 || ae.Op != "insert" || !strings.Contains(err.Error(), "Duplicate entry") {
+		t.Fatalf("replayed change by change: %v, want the insert of xid 301", err)
 	}
 }

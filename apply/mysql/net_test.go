@@ -141,7 +141,7 @@ func TestNetStatements(t *testing.T) {
 		changes: []source.Change{ins(one, "1", "a", "x"), upd(one, "2", "b", "y"), del(one, "3", "NULL", "NULL"), upd(one, "4", "NULL", "z")},
 		want: []string{
 			"DELETE FROM `t` WHERE `id` IN (?) | 3 | 1 xid 102 net true",
-			"UPDATE `t` AS x JOIN (SELECT ? AS k1, ? AS c1, ? AS c2 UNION ALL SELECT ?, ?, ?) AS v ON x.`id` = v.k1 SET x.`v` = v.c1, x.`w` = v.c2 | 2 \"b\" \"y\" 4 <nil> \"z\" | 2 xid 103 net true",
+			"UPDATE (SELECT ? AS k1, ? AS c1, ? AS c2 UNION ALL SELECT ?, ?, ?) AS v STRAIGHT_JOIN `t` AS x ON x.`id` = v.k1 SET x.`v` = v.c1, x.`w` = v.c2 | 2 \"b\" \"y\" 4 <nil> \"z\" | 2 xid 103 net true",
 			"INSERT INTO `t` (`id`, `v`, `w`) VALUES (?, ?, ?) | 1 \"a\" \"x\" | 1 xid 100 net true",
 		},
 	}, {
@@ -154,14 +154,14 @@ func TestNetStatements(t *testing.T) {
 		p:    one, limit: big,
 		changes: []source.Change{upd(one, "1", "a", "~"), upd(one, "2", "b", "~"), upd(one, "1", "c", "~"), upd(one, "3", "d", "x")},
 		want: []string{
-			"UPDATE `t` AS x JOIN (SELECT ? AS k1, ? AS c1 UNION ALL SELECT ?, ?) AS v ON x.`id` = v.k1 SET x.`v` = v.c1 | 1 \"c\" 2 \"b\" | 2 xid 101 net true",
-			"UPDATE `t` AS x JOIN (SELECT ? AS k1, ? AS c1, ? AS c2) AS v ON x.`id` = v.k1 SET x.`v` = v.c1, x.`w` = v.c2 | 3 \"d\" \"x\" | 1 xid 103 net true",
+			"UPDATE (SELECT ? AS k1, ? AS c1 UNION ALL SELECT ?, ?) AS v STRAIGHT_JOIN `t` AS x ON x.`id` = v.k1 SET x.`v` = v.c1 | 1 \"c\" 2 \"b\" | 2 xid 101 net true",
+			"UPDATE (SELECT ? AS k1, ? AS c1, ? AS c2) AS v STRAIGHT_JOIN `t` AS x ON x.`id` = v.k1 SET x.`v` = v.c1, x.`w` = v.c2 | 3 \"d\" \"x\" | 1 xid 103 net true",
 		},
 	}, {
 		name: "nothing to set: the key is set to itself, to count the row",
 		p:    one, limit: big,
 		changes: []source.Change{upd(one, "5", "~", "~")},
-		want:    []string{"UPDATE `t` AS x JOIN (SELECT ? AS k1) AS v ON x.`id` = v.k1 SET x.`id` = x.`id` | 5 | 1 xid 100 net true"},
+		want:    []string{"UPDATE (SELECT ? AS k1) AS v STRAIGHT_JOIN `t` AS x ON x.`id` = v.k1 SET x.`id` = x.`id` | 5 | 1 xid 100 net true"},
 	}, {
 		name: "delete then insert of a key is a replace; insert then delete nothing",
 		p:    one, limit: big,
@@ -184,7 +184,7 @@ func TestNetStatements(t *testing.T) {
 		changes: []source.Change{del(two, "1", "\\x00ff", "NULL"), del(two, "2", "\\x61", "NULL"), upd(two, "3", "\\x62", "v")},
 		want: []string{
 			"DELETE FROM `t` WHERE (`a`, `b`) IN ((?, ?), (?, ?)) | 1 []byte{0x0, 0xff} 2 []byte{0x61} | 2 xid 101 net true",
-			"UPDATE `t` AS x JOIN (SELECT ? AS k1, ? AS k2, ? AS c1) AS v ON x.`a` = v.k1 AND x.`b` = v.k2 SET x.`v` = v.c1 | 3 []byte{0x62} \"v\" | 1 xid 102 net true",
+			"UPDATE (SELECT ? AS k1, ? AS k2, ? AS c1) AS v STRAIGHT_JOIN `t` AS x ON x.`a` = v.k1 AND x.`b` = v.k2 SET x.`v` = v.c1 | 3 []byte{0x62} \"v\" | 1 xid 102 net true",
 		},
 	}, {
 		name: "statements split at the row limit, each naming its last change",
@@ -201,8 +201,8 @@ func TestNetStatements(t *testing.T) {
 		p:    one, limit: netLimit{rows: 1000, bytes: 90},
 		changes: []source.Change{upd(one, "1", strings.Repeat("a", 20), "~"), upd(one, "2", "b", "~"), upd(one, "3", "c", "~")},
 		want: []string{
-			"UPDATE `t` AS x JOIN (SELECT ? AS k1, ? AS c1 UNION ALL SELECT ?, ?) AS v ON x.`id` = v.k1 SET x.`v` = v.c1 | 1 \"aaaaaaaaaaaaaaaaaaaa\" 2 \"b\" | 2 xid 101 net true",
-			"UPDATE `t` AS x JOIN (SELECT ? AS k1, ? AS c1) AS v ON x.`id` = v.k1 SET x.`v` = v.c1 | 3 \"c\" | 1 xid 102 net true",
+			"UPDATE (SELECT ? AS k1, ? AS c1 UNION ALL SELECT ?, ?) AS v STRAIGHT_JOIN `t` AS x ON x.`id` = v.k1 SET x.`v` = v.c1 | 1 \"aaaaaaaaaaaaaaaaaaaa\" 2 \"b\" | 2 xid 101 net true",
+			"UPDATE (SELECT ? AS k1, ? AS c1) AS v STRAIGHT_JOIN `t` AS x ON x.`id` = v.k1 SET x.`v` = v.c1 | 3 \"c\" | 1 xid 102 net true",
 		},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
