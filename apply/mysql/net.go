@@ -41,13 +41,20 @@ func (t *Target) sendNet(ctx context.Context) error {
 		return err
 	}
 	limit := netLimit{rows: runRows, bytes: t.byteLimit() / 2}
+	var sent error // what sending the batch returned (flush: already as it should be)
 	emit := func(s stmt) error {
 		t.batch.add(s.sql, s.args, s.info)
-		return t.maybeFlush(ctx)
+		sent = t.maybeFlush(ctx)
+		return sent
 	}
 	for _, nt := range t.net.Tables() {
 		if err := nt.Plan.netStmts(nt.Rows, limit, emit); err != nil {
-			return t.replay.Fail(err)
+			if err != sent {
+				// A value the column cannot hold, of the key's last
+				// change or of an earlier one merged into it.
+				err = t.replay.Fail(err)
+			}
+			return err
 		}
 	}
 	return nil

@@ -308,3 +308,39 @@ func TestNetDuplicate(t *testing.T) {
 		t.Fatalf("replayed change by change: %v, want the insert of xid 301", err)
 	}
 }
+
+// TestNetValueError: a value the column cannot hold stops the window
+// before anything is sent, and the replay change by change names the
+// change that carries it.
+func TestNetValueError(t *testing.T) {
+	m := harness.MariaDBT(t)
+	f := newNetFixture(t, m, "value", Config{})
+	rel := netTypesRelation()
+	var load []source.Change
+	for id := 1; id <= 3; id++ {
+		load = append(load, source.Change{Op: source.OpInsert, Rel: rel, New: row(netTypesRow(id, 0, false)...)})
+	}
+	if err := f.apply(t, [][]source.Change{load}, 200); err != nil {
+		t.Fatal(err)
+	}
+	bad := netTypesRow(2, 1, true)
+	bad[5] = "1234567890123" // n, DECIMAL(12,3)
+	txns := [][]source.Change{
+		{{Op: source.OpUpdate, Rel: rel, New: row(netTypesRow(1, 1, true)...)}},
+		{{Op: source.OpUpdate, Rel: rel, New: row(netTypesRow(2, 2, true)...)}, {Op: source.OpUpdate, Rel: rel, New: row(bad...)}},
+		{{Op: source.OpUpdate, Rel: rel, New: row(netTypesRow(3, 1, true)...)}},
+	}
+	err := f.apply(t, txns, 300)
+	var replay *apply.ReplayError
+	if !errors.As(err, &replay) {
+		t.Fatalf("window with a value DECIMAL(12,3) cannot hold: %v, want a ReplayError", err)
+	}
+	if _, err := f.target.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	err = f.apply(t, txns, 300)
+	var ae *apply.Error
+	if errors.As(err, &replay) || !errors.As(err, &ae) || ae.Xid != 301 || ae.Op != "update" || !strings.Contains(err.Error(), "column n") {
+		t.Fatalf("replayed change by change: %v, want the update of xid 301 naming column n", err)
+	}
+}
