@@ -19,8 +19,8 @@ import (
 // affect exactly as many rows as it has keys: the DSN's clientFoundRows
 // makes an UPDATE count the rows it matched, changed or not.
 //
-// The derived table (SELECT ? AS k1, ? AS c1 UNION ALL SELECT ?, ? ...)
-// types each column from its literals, the driver's interpolated
+// The derived table (SELECT ? AS k1, ? AS c1 UNION ALL SELECT ?, ? ...,
+// or on MariaDB UNION ALL VALUES (?, ?), ...) types each column from its literals, the driver's interpolated
 // parameters, as a single-row UPDATE's SET col = ? does: its strings are
 // in the connection's character set, and each value is converted to its
 // column's type only as it is assigned, by the same conversion as the
@@ -160,7 +160,7 @@ func (p *plan) netUpdates(rows []apply.NetRow, limit netLimit, emit func(stmt) e
 	for _, g := range groups {
 		set := g.set
 		b := netBuilder{limit: limit, emit: emit, info: apply.Origin{Op: "update", Table: p.Rel.Table()},
-			head: func(n int) string { return renderNetUpdate(p.Plan, set, n) }}
+			head: func(n int) string { return renderNetUpdate(p.Plan, set, n, p.maria) }}
 		for _, i := range g.rows {
 			r := &rows[i]
 			from := len(b.args)
@@ -269,11 +269,14 @@ func renderNetDeleteHead(p *mapping.Plan) (head, marks string) {
 // renderNetUpdate sets columns set of n rows found by key: the parameters
 // are, row by row, the key values and then the set values, in a derived
 // table v whose columns are k1... (the key) and c1... (the set columns).
-// STRAIGHT_JOIN reads v first and finds each row by the key's index: a
-// scan of the table instead would lock every row it passes until the
-// transaction ends. With nothing to set, a key column is set to itself,
-// so that the statement still counts the rows it found.
-func renderNetUpdate(p *mapping.Plan, set []int, n int) string {
+// Its first row names them; on MariaDB the others follow as a table value
+// constructor (UNION ALL VALUES (...), ...), which MariaDB parses in half
+// the time of as many SELECTs; MySQL 8 before 8.0.19 has none. STRAIGHT_JOIN
+// reads v first and finds each row by the key's index: a scan of the table
+// instead would lock every row it passes until the transaction ends. With
+// nothing to set, a key column is set to itself, so that the statement
+// still counts the rows it found.
+func renderNetUpdate(p *mapping.Plan, set []int, n int, maria bool) string {
 	var b strings.Builder
 	b.WriteString("UPDATE (SELECT ")
 	width := len(p.Key) + len(set)
@@ -286,9 +289,21 @@ func renderNetUpdate(p *mapping.Plan, set []int, n int) string {
 	for k := range set {
 		b.WriteString(", ? AS c" + strconv.Itoa(k+1))
 	}
-	rest := " UNION ALL SELECT ?" + strings.Repeat(", ?", width-1)
-	for i := 1; i < n; i++ {
-		b.WriteString(rest)
+	marks := "?" + strings.Repeat(", ?", width-1)
+	switch {
+	case n == 1:
+	case maria:
+		b.WriteString(" UNION ALL VALUES ")
+		for i := 1; i < n; i++ {
+			if i > 1 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(" + marks + ")")
+		}
+	default:
+		for i := 1; i < n; i++ {
+			b.WriteString(" UNION ALL SELECT " + marks)
+		}
 	}
 	b.WriteString(") AS v STRAIGHT_JOIN " + quoteTable(p.Target) + " AS x ON ")
 	for k, col := range p.Key {

@@ -141,7 +141,7 @@ func TestNetStatements(t *testing.T) {
 		changes: []source.Change{ins(one, "1", "a", "x"), upd(one, "2", "b", "y"), del(one, "3", "NULL", "NULL"), upd(one, "4", "NULL", "z")},
 		want: []string{
 			"DELETE FROM `t` WHERE `id` IN (?) | 3 | 1 xid 102 net true",
-			"UPDATE (SELECT ? AS k1, ? AS c1, ? AS c2 UNION ALL SELECT ?, ?, ?) AS v STRAIGHT_JOIN `t` AS x ON x.`id` = v.k1 SET x.`v` = v.c1, x.`w` = v.c2 | 2 \"b\" \"y\" 4 <nil> \"z\" | 2 xid 103 net true",
+			"UPDATE (SELECT ? AS k1, ? AS c1, ? AS c2 UNION ALL VALUES (?, ?, ?)) AS v STRAIGHT_JOIN `t` AS x ON x.`id` = v.k1 SET x.`v` = v.c1, x.`w` = v.c2 | 2 \"b\" \"y\" 4 <nil> \"z\" | 2 xid 103 net true",
 			"INSERT INTO `t` (`id`, `v`, `w`) VALUES (?, ?, ?) | 1 \"a\" \"x\" | 1 xid 100 net true",
 		},
 	}, {
@@ -154,7 +154,7 @@ func TestNetStatements(t *testing.T) {
 		p:    one, limit: big,
 		changes: []source.Change{upd(one, "1", "a", "~"), upd(one, "2", "b", "~"), upd(one, "1", "c", "~"), upd(one, "3", "d", "x")},
 		want: []string{
-			"UPDATE (SELECT ? AS k1, ? AS c1 UNION ALL SELECT ?, ?) AS v STRAIGHT_JOIN `t` AS x ON x.`id` = v.k1 SET x.`v` = v.c1 | 1 \"c\" 2 \"b\" | 2 xid 101 net true",
+			"UPDATE (SELECT ? AS k1, ? AS c1 UNION ALL VALUES (?, ?)) AS v STRAIGHT_JOIN `t` AS x ON x.`id` = v.k1 SET x.`v` = v.c1 | 1 \"c\" 2 \"b\" | 2 xid 101 net true",
 			"UPDATE (SELECT ? AS k1, ? AS c1, ? AS c2) AS v STRAIGHT_JOIN `t` AS x ON x.`id` = v.k1 SET x.`v` = v.c1, x.`w` = v.c2 | 3 \"d\" \"x\" | 1 xid 103 net true",
 		},
 	}, {
@@ -201,7 +201,7 @@ func TestNetStatements(t *testing.T) {
 		p:    one, limit: netLimit{rows: 1000, bytes: 90},
 		changes: []source.Change{upd(one, "1", strings.Repeat("a", 20), "~"), upd(one, "2", "b", "~"), upd(one, "3", "c", "~")},
 		want: []string{
-			"UPDATE (SELECT ? AS k1, ? AS c1 UNION ALL SELECT ?, ?) AS v STRAIGHT_JOIN `t` AS x ON x.`id` = v.k1 SET x.`v` = v.c1 | 1 \"aaaaaaaaaaaaaaaaaaaa\" 2 \"b\" | 2 xid 101 net true",
+			"UPDATE (SELECT ? AS k1, ? AS c1 UNION ALL VALUES (?, ?)) AS v STRAIGHT_JOIN `t` AS x ON x.`id` = v.k1 SET x.`v` = v.c1 | 1 \"aaaaaaaaaaaaaaaaaaaa\" 2 \"b\" | 2 xid 101 net true",
 			"UPDATE (SELECT ? AS k1, ? AS c1) AS v STRAIGHT_JOIN `t` AS x ON x.`id` = v.k1 SET x.`v` = v.c1 | 3 \"c\" | 1 xid 102 net true",
 		},
 	}} {
@@ -218,6 +218,25 @@ func TestNetStatements(t *testing.T) {
 				t.Errorf("statements:\n got %s\nwant %s", strings.Join(got, "\n     "), strings.Join(c.want, "\n     "))
 			}
 		})
+	}
+}
+
+// TestRenderNetUpdate: MySQL takes the rows of the derived table as
+// SELECTs (a table value constructor needs 8.0.19), MariaDB as VALUES.
+func TestRenderNetUpdate(t *testing.T) {
+	p := netTestPlan(t, netCol{"a", oidInt4, "int", true}, netCol{"b", oidInt4, "int", true}, netCol{"v", oidText, "varchar", false})
+	for _, c := range []struct {
+		maria bool
+		n     int
+		want  string
+	}{
+		{false, 3, "UPDATE (SELECT ? AS k1, ? AS k2, ? AS c1 UNION ALL SELECT ?, ?, ? UNION ALL SELECT ?, ?, ?) AS v STRAIGHT_JOIN `t` AS x ON x.`a` = v.k1 AND x.`b` = v.k2 SET x.`v` = v.c1"},
+		{true, 3, "UPDATE (SELECT ? AS k1, ? AS k2, ? AS c1 UNION ALL VALUES (?, ?, ?), (?, ?, ?)) AS v STRAIGHT_JOIN `t` AS x ON x.`a` = v.k1 AND x.`b` = v.k2 SET x.`v` = v.c1"},
+		{true, 1, "UPDATE (SELECT ? AS k1, ? AS k2, ? AS c1) AS v STRAIGHT_JOIN `t` AS x ON x.`a` = v.k1 AND x.`b` = v.k2 SET x.`v` = v.c1"},
+	} {
+		if got := renderNetUpdate(p.Plan, []int{2}, c.n, c.maria); got != c.want {
+			t.Errorf("maria %v, %d rows:\n got %s\nwant %s", c.maria, c.n, got, c.want)
+		}
 	}
 }
 

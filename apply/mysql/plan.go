@@ -254,6 +254,7 @@ type plan struct {
 	isKey         []bool
 	netDeleteHead string
 	netKeyMarks   string
+	maria         bool // the target is MariaDB (its table value constructor)
 }
 
 func (t *Target) plan(ctx context.Context, rel *source.Relation) (*plan, error) {
@@ -284,9 +285,10 @@ func newPlan(rel *source.Relation, tt *Table, rules mapping.ColumnRules, policy 
 		return nil, err
 	}
 	p := &plan{
-		Plan: mp,
-		conv: make([]mapping.Converter, len(rel.Columns)),
-		cmp:  make([]comparer, len(rel.Columns)),
+		Plan:  mp,
+		conv:  make([]mapping.Converter, len(rel.Columns)),
+		cmp:   make([]comparer, len(rel.Columns)),
+		maria: maria,
 	}
 	// <=> matches NULL old values, so one shape serves NULL and not NULL.
 	p.shapes = mp.NewShapes(mapping.ShapeRenderers{
