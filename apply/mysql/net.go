@@ -83,15 +83,27 @@ type netBuilder struct {
 	info  apply.Origin
 	head  func(n int) string // the statement for n rows
 	emit  func(stmt) error
+	width int // values per row
+	left  int // rows still to come
 	args  []any
 	n     int
 	bytes int
+}
+
+// next is where the next row's values go: b.args, sized for the rows of
+// the statement when it is new.
+func (b *netBuilder) next() []any {
+	if b.args == nil {
+		b.args = make([]any, 0, min(b.left, b.limit.rows)*b.width)
+	}
+	return b.args
 }
 
 // add takes a row whose values were appended to b.args from index from,
 // sending the statement once it is full.
 func (b *netBuilder) add(txn *source.Txn, from int) error {
 	b.n++
+	b.left--
 	b.bytes += argBytes(b.args[from:])
 	b.info.Txn = txn
 	if b.n >= b.limit.rows || b.bytes >= b.limit.bytes {
@@ -118,7 +130,8 @@ func (b *netBuilder) fail(txn *source.Txn, err error) error {
 }
 
 func (p *plan) netDeletes(rows []apply.NetRow, limit netLimit, emit func(stmt) error) error {
-	b := netBuilder{limit: limit, emit: emit, info: apply.Origin{Op: "delete", Table: p.Rel.Table()}, head: p.netDeleteSQL}
+	b := netBuilder{limit: limit, emit: emit, info: apply.Origin{Op: "delete", Table: p.Rel.Table()}, head: p.netDeleteSQL,
+		width: len(p.Key), left: count(rows, apply.NetDelete, apply.NetReplace)}
 	for i := range rows {
 		r := &rows[i]
 		if r.Kind != apply.NetDelete && r.Kind != apply.NetReplace {
@@ -126,7 +139,7 @@ func (p *plan) netDeletes(rows []apply.NetRow, limit netLimit, emit func(stmt) e
 		}
 		from := len(b.args)
 		var err error
-		if b.args, err = p.convertRow(b.args, r.Key, p.Key); err != nil {
+		if b.args, err = p.convertRow(b.next(), r.Key, p.Key); err != nil {
 			return b.fail(r.Txn, err)
 		}
 		if err := b.add(r.Txn, from); err != nil {
@@ -160,12 +173,13 @@ func (p *plan) netUpdates(rows []apply.NetRow, limit netLimit, emit func(stmt) e
 	for _, g := range groups {
 		set := g.set
 		b := netBuilder{limit: limit, emit: emit, info: apply.Origin{Op: "update", Table: p.Rel.Table()},
-			head: func(n int) string { return renderNetUpdate(p.Plan, set, n, p.maria) }}
+			head:  func(n int) string { return renderNetUpdate(p.Plan, set, n, p.maria) },
+			width: len(p.Key) + len(set), left: len(g.rows)}
 		for _, i := range g.rows {
 			r := &rows[i]
 			from := len(b.args)
 			var err error
-			if b.args, err = p.convertRow(b.args, r.Key, p.Key); err == nil {
+			if b.args, err = p.convertRow(b.next(), r.Key, p.Key); err == nil {
 				b.args, err = p.convertRow(b.args, r.Row, set)
 			}
 			if err != nil {
@@ -210,7 +224,8 @@ func (p *plan) setCols(mask []byte) []int {
 }
 
 func (p *plan) netInserts(rows []apply.NetRow, limit netLimit, emit func(stmt) error) error {
-	b := netBuilder{limit: limit, emit: emit, info: apply.Origin{Op: "insert", Table: p.Rel.Table()}, head: p.insertSQL}
+	b := netBuilder{limit: limit, emit: emit, info: apply.Origin{Op: "insert", Table: p.Rel.Table()}, head: p.insertSQL,
+		width: len(p.Cols), left: count(rows, apply.NetInsert, apply.NetReplace)}
 	for i := range rows {
 		r := &rows[i]
 		if r.Kind != apply.NetInsert && r.Kind != apply.NetReplace {
@@ -218,7 +233,7 @@ func (p *plan) netInserts(rows []apply.NetRow, limit netLimit, emit func(stmt) e
 		}
 		from := len(b.args)
 		var err error
-		if b.args, err = p.convertRow(b.args, r.Row, p.Cols); err != nil {
+		if b.args, err = p.convertRow(b.next(), r.Row, p.Cols); err != nil {
 			return b.fail(r.Txn, err)
 		}
 		if err := b.add(r.Txn, from); err != nil {
@@ -226,6 +241,17 @@ func (p *plan) netInserts(rows []apply.NetRow, limit netLimit, emit func(stmt) e
 		}
 	}
 	return b.send()
+}
+
+// count is how many of rows are of either kind.
+func count(rows []apply.NetRow, a, b apply.NetKind) int {
+	n := 0
+	for i := range rows {
+		if rows[i].Kind == a || rows[i].Kind == b {
+			n++
+		}
+	}
+	return n
 }
 
 // insertSQL is the multi-row INSERT of n rows.
