@@ -94,10 +94,33 @@ func (t *Target) flush(ctx context.Context) error {
 	}
 	for i, s := range b.stmts {
 		if got := counts[len(prefix)+i]; s.info.Expect >= 0 && got != int64(s.info.Expect) {
-			return s.info.Fail(rowCountError(s.info, got))
+			return t.failed(s.info, rowCountError(s.info, got))
 		}
 	}
 	return nil
+}
+
+// failed is the error of a statement of the batch. A set-based statement
+// of a window of net changes cannot name the change the target refused:
+// its failure asks for a replay of the target transaction change by
+// change (apply.Replay), which does.
+func (t *Target) failed(info apply.Origin, err error) error {
+	err = info.Fail(err)
+	if info.Net {
+		err = t.replay.Fail(err)
+	}
+	return err
+}
+
+// net reports whether the batch holds a set-based statement of a window
+// of net changes.
+func (b *batch) net() bool {
+	for _, s := range b.stmts {
+		if s.info.Net {
+			return true
+		}
+	}
+	return false
 }
 
 // batchError attributes an error to the batch's only statement when there
@@ -110,21 +133,29 @@ func (t *Target) batchError(err error) error {
 }
 
 // diagnose undoes a failed batch and replays it one statement at a time to
-// find and name the statement that fails.
+// find and name the statement that fails. When that is a set-based
+// statement, or none fails again, and the batch holds one, the error asks
+// for a replay of the target transaction change by change (failed).
 func (t *Target) diagnose(ctx context.Context, batchErr error) error {
-	if _, err := t.exec(ctx, "ROLLBACK TO "+savepoint, nil); err != nil {
+	unnamed := func() error {
+		if t.batch.net() {
+			return t.replay.Fail(describe(batchErr))
+		}
 		return describe(batchErr)
+	}
+	if _, err := t.exec(ctx, "ROLLBACK TO "+savepoint, nil); err != nil {
+		return unnamed()
 	}
 	for _, s := range t.batch.stmts {
 		res, err := t.exec(ctx, s.sql, s.args)
 		if err != nil {
-			return s.info.Fail(describe(err))
+			return t.failed(s.info, describe(err))
 		}
 		if got := res.AllRowsAffected(); s.info.Expect >= 0 && len(got) == 1 && got[0] != int64(s.info.Expect) {
-			return s.info.Fail(rowCountError(s.info, got[0]))
+			return t.failed(s.info, rowCountError(s.info, got[0]))
 		}
 	}
-	return describe(batchErr)
+	return unnamed()
 }
 
 func rowCountError(info apply.Origin, got int64) error {

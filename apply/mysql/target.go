@@ -1,9 +1,11 @@
 // Package mysql writes decant's transactions into a MySQL 8 or MariaDB
-// 10.11 target through github.com/go-sql-driver/mysql: runs of inserts as
-// multi-row INSERTs, runs of deletes by key as DELETE ... IN (...), other
-// changes as single statements, all grouped into multi-statement batches
-// (one round trip each) inside one transaction that also advances the
-// checkpoint row decant_checkpoint. Values are converted by mapping's
+// 10.11 target through github.com/go-sql-driver/mysql: a window of row
+// changes folded into their net effect per key (apply.Net) as a few
+// set-based statements per table (net.go), runs of inserts as multi-row
+// INSERTs, runs of deletes by key as DELETE ... IN (...), other changes as
+// single statements, all grouped into multi-statement batches (one round
+// trip each) inside one transaction that also advances the checkpoint row
+// decant_checkpoint. Values are converted by mapping's
 // MySQL converters; a value the target cannot hold follows the
 // unrepresentable-value policy.
 package mysql
@@ -32,6 +34,10 @@ type Config struct {
 	Router   *mapping.Router // source table → target table; table name in the DSN's database when nil
 	Columns  map[source.TableName]mapping.ColumnRules
 	Policy   mapping.Policy
+	// Plain applies every change on its own, in source order, never
+	// gathering a window of net changes (apply.Net): for a target whose
+	// own consumers must see every intermediate row state (--compact=false).
+	Plain bool
 	// SkipUnsupportedDDL records and skips a schema change decant cannot
 	// translate instead of stopping (--on-unsupported-ddl skip).
 	SkipUnsupportedDDL bool
@@ -71,6 +77,10 @@ type Target struct {
 	inTx  bool
 	batch batch
 	run   run
+
+	// A window of net changes (net.go) and when not to gather one.
+	net    apply.Net[*plan]
+	replay apply.Replay
 
 	streams          map[uint32]*stream // transactions streamed while in progress, by xid (stream.go)
 	readCommittedSet bool               // the session was asked for READ COMMITTED (stream.go)
@@ -190,6 +200,7 @@ func (t *Target) Close(ctx context.Context) {
 	t.conn, t.db, t.inTx, t.last = nil, nil, false, nil
 	t.batch.reset()
 	t.run.reset()
+	t.net.Reset()
 }
 
 // Session is one target connection with what decant learned about the
@@ -252,9 +263,10 @@ func (s Session) close() {
 func (t *Target) Apply(ctx context.Context, txn *source.Txn, changes []source.Change) (err error) {
 	defer func() { err = t.lockHint(err) }()
 	t.begin()
+	gather := t.replay.Gather(txn) && !t.cfg.Plain
 	for i := range changes {
 		c := &changes[i]
-		if err := t.change(ctx, txn, c); err != nil {
+		if err := t.change(ctx, txn, c, gather); err != nil {
 			return apply.ChangeError(txn, c, err)
 		}
 	}
@@ -269,18 +281,33 @@ func (t *Target) begin() {
 	}
 }
 
-func (t *Target) change(ctx context.Context, txn *source.Txn, c *source.Change) error {
-	if c.Op == source.OpDDL {
+// change applies c: into the window of net changes when gather allows
+// and the table's plan takes it (apply.Net), else on its own, after the
+// window.
+func (t *Target) change(ctx context.Context, txn *source.Txn, c *source.Change, gather bool) error {
+	if c.Op == source.OpDDL || c.Op == source.OpTruncate {
+		if err := t.sendNet(ctx); err != nil {
+			return err
+		}
+		if c.Op == source.OpTruncate {
+			return t.truncate(ctx, txn, c)
+		}
 		if err := t.endRun(ctx); err != nil {
 			return err
 		}
 		return t.applyDDL(ctx, txn, c.DDL)
 	}
-	if c.Op == source.OpTruncate {
-		return t.truncate(ctx, txn, c)
-	}
 	p, err := t.plan(ctx, c.Rel)
 	if err != nil {
+		return err
+	}
+	if gather && t.net.Add(p, p.Plan, txn, c) {
+		if t.net.Full() {
+			return t.sendNet(ctx)
+		}
+		return nil
+	}
+	if err := t.sendNet(ctx); err != nil {
 		return err
 	}
 	switch c.Op {
@@ -327,7 +354,7 @@ func (t *Target) delete(ctx context.Context, txn *source.Txn, p *plan, c *source
 		if err != nil {
 			return err
 		}
-		t.batch.add(sql, args, apply.Origin{Op: "delete", Table: p.Target, Txn: txn, Expect: 1})
+		t.batch.add(sql, args, apply.Origin{Op: "delete", Table: p.Rel.Table(), Txn: txn, Expect: 1})
 		return t.maybeFlush(ctx)
 	}
 	if !t.run.continues(runDelete, p, txn) {
@@ -381,7 +408,7 @@ func (t *Target) update(ctx context.Context, txn *source.Txn, p *plan, c *source
 	if args, err = p.convertRow(args, old, p.WhereCols(m)); err != nil {
 		return err
 	}
-	t.batch.add(sql, args, apply.Origin{Op: "update", Table: p.Target, Txn: txn, Expect: 1})
+	t.batch.add(sql, args, apply.Origin{Op: "update", Table: p.Rel.Table(), Txn: txn, Expect: 1})
 	return t.maybeFlush(ctx)
 }
 
@@ -459,6 +486,9 @@ func (t *Target) maybeFlush(ctx context.Context) error {
 // writes the checkpoint alone.
 func (t *Target) Commit(ctx context.Context, cp checkpoint.Row) (err error) {
 	defer func() { err = t.lockHint(err) }()
+	if err := t.sendNet(ctx); err != nil {
+		return err
+	}
 	if err := t.endRun(ctx); err != nil {
 		return err
 	}
@@ -468,6 +498,7 @@ func (t *Target) Commit(ctx context.Context, cp checkpoint.Row) (err error) {
 		return err
 	}
 	if !t.inTx {
+		t.replay.Committed()
 		return nil
 	}
 	t.inTx = false
@@ -475,6 +506,7 @@ func (t *Target) Commit(ctx context.Context, cp checkpoint.Row) (err error) {
 		if _, err := t.conn.ExecContext(ctx, "COMMIT"); err != nil {
 			return &apply.Error{Op: "commit", Xid: cp.Xid, Commit: cp.Commit, Err: describe(err)}
 		}
+		t.replay.Committed()
 		return nil
 	})
 }
@@ -483,6 +515,7 @@ func (t *Target) Commit(ctx context.Context, cp checkpoint.Row) (err error) {
 func (t *Target) Rollback(ctx context.Context) error {
 	t.batch.reset()
 	t.run.reset()
+	t.net.Reset()
 	if !t.inTx || t.conn == nil {
 		t.inTx = false
 		return nil
