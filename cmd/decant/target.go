@@ -51,7 +51,7 @@ func (c *config) compacts() bool { return c.Compact == nil || *c.Compact }
 
 func (c *config) mysqlConfig(log *slog.Logger) mysql.Config {
 	return mysql.Config{DSN: c.Target, Pipeline: c.Pipeline, Router: c.router(), Columns: c.columns, Policy: c.policy,
-		SkipUnsupportedDDL: c.OnUnsupportedDDL == "skip", Timeout: c.targetTimeout, Logger: log}
+		SkipUnsupportedDDL: c.OnUnsupportedDDL == "skip", Timeout: c.targetTimeout, Plain: !c.compacts(), Logger: log}
 }
 
 // openAdmin connects to the target for setup work.
