@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"slices"
 
 	"github.com/decant/decant/mapping"
 	"github.com/decant/decant/source"
@@ -96,6 +97,8 @@ type NetTable[P comparable] struct {
 	Rows []NetRow
 	keys map[uint64]int32 // key hash → 1 + index in Rows of the last row with it; NetCompact only
 	used bool             // in this window
+	n    int              // changes folded in, and their bytes
+	size int
 }
 
 // Empty reports whether the window holds nothing.
@@ -115,14 +118,41 @@ func (n *Net[P]) Reset() {
 			delete(n.index, p)
 			continue
 		}
-		clear(t.Rows)
-		t.Rows = t.Rows[:0]
-		clear(t.keys)
-		t.used = false
+		t.empty()
 	}
 	clear(n.tables)
 	n.tables = n.tables[:0]
 	n.rows, n.bytes = 0, 0
+}
+
+// Table returns table p's part of the window, nil when it has none.
+func (n *Net[P]) Table(p P) *NetTable[P] {
+	if t, ok := n.index[p]; ok && t.used {
+		return t
+	}
+	return nil
+}
+
+// Sent takes table t's part out of the window once the writer sent it,
+// and leaves the other tables' parts: a change that cannot be folded
+// needs only its own table's earlier changes before it, where the target
+// checks nothing between tables (mapping.NetMode).
+func (n *Net[P]) Sent(t *NetTable[P]) {
+	if !t.used {
+		return
+	}
+	n.rows -= t.n
+	n.bytes -= t.size
+	i := slices.Index(n.tables, t)
+	n.tables = slices.Delete(n.tables, i, i+1)
+	t.empty()
+}
+
+func (t *NetTable[P]) empty() {
+	clear(t.Rows)
+	t.Rows = t.Rows[:0]
+	clear(t.keys)
+	t.used, t.n, t.size = false, 0, 0
 }
 
 // Add folds change c of txn, a row change of table p (whose mapping is
@@ -144,8 +174,12 @@ func (n *Net[P]) Add(p P, mp *mapping.Plan, txn *source.Txn, c *source.Change) b
 	default:
 		return false
 	}
+	size := rowBytes(c.Old) + rowBytes(c.New)
+	t := n.index[p]
+	t.n++
+	t.size += size
 	n.rows++
-	n.bytes += rowBytes(c.Old) + rowBytes(c.New)
+	n.bytes += size
 	return true
 }
 

@@ -327,3 +327,28 @@ func BenchmarkNetAddInsert(b *testing.B) {
 		n.Add("t", p, txn, &changes[i%NetRows])
 	}
 }
+
+// TestNetSent: one table's part leaves the window, the others stay.
+func TestNetSent(t *testing.T) {
+	p := netPlan(t, mapping.NetCompact)
+	var n Net[string]
+	n.Add("a", p, &source.Txn{}, change(p, "I 1,x,y"))
+	n.Add("b", p, &source.Txn{}, change(p, "I 2,x,y"))
+	n.Add("a", p, &source.Txn{}, change(p, "U 3,x,y"))
+	if n.Table("c") != nil {
+		t.Error("a table without changes has a part")
+	}
+	n.Sent(n.Table("a"))
+	if got := show(&n); got != "insert 2,x,y" {
+		t.Errorf("window after sending a: %q", got)
+	}
+	if n.Table("a") != nil || n.Empty() {
+		t.Error("a is still in the window, or b is not")
+	}
+	n.Add("a", p, &source.Txn{}, change(p, "I 1,x,y"))
+	n.Sent(n.Table("b"))
+	n.Sent(n.Table("a"))
+	if !n.Empty() || len(n.Tables()) != 0 {
+		t.Errorf("window not empty after sending every part: %q", show(&n))
+	}
+}

@@ -32,17 +32,40 @@ func (t *Target) sendNet(ctx context.Context) error {
 		return err
 	}
 	for _, nt := range t.net.Tables() {
-		if err := t.netDeletes(ctx, nt); err != nil {
-			return err
-		}
-		if err := t.netUpdates(ctx, nt); err != nil {
-			return err
-		}
-		if err := t.netInserts(ctx, nt); err != nil {
+		if err := t.sendNetTable(ctx, nt); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// sendNetOf writes table p's part of the window, before a change of p
+// that the window did not take (mapping.NetMode: nothing between tables
+// needs the rest first).
+func (t *Target) sendNetOf(ctx context.Context, p *plan) error {
+	nt := t.net.Table(p)
+	if nt == nil {
+		return nil
+	}
+	if err := t.endRun(ctx); err != nil {
+		return err
+	}
+	if err := t.sendNetTable(ctx, nt); err != nil {
+		t.net.Reset()
+		return err
+	}
+	t.net.Sent(nt)
+	return nil
+}
+
+func (t *Target) sendNetTable(ctx context.Context, nt *apply.NetTable[*plan]) error {
+	if err := t.netDeletes(ctx, nt); err != nil {
+		return err
+	}
+	if err := t.netUpdates(ctx, nt); err != nil {
+		return err
+	}
+	return t.netInserts(ctx, nt)
 }
 
 func (t *Target) netDeletes(ctx context.Context, nt *apply.NetTable[*plan]) error {

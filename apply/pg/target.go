@@ -254,7 +254,13 @@ func (t *Target) change(ctx context.Context, txn *source.Txn, c *source.Change, 
 		}
 		return nil
 	}
-	if err := t.sendNet(ctx); err != nil {
+	// A table with triggers sees everything before its change; any other
+	// only its own earlier changes.
+	send := t.sendNet
+	if p.Net != mapping.NetPlain {
+		send = func(ctx context.Context) error { return t.sendNetOf(ctx, p) }
+	}
+	if err := send(ctx); err != nil {
 		return err
 	}
 	if c.Op == source.OpInsert {
