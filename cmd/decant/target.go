@@ -42,7 +42,7 @@ func (c *config) router() *mapping.Router { return mapping.NewRouter(c.rules, c.
 
 func (c *config) pgConfig(log *slog.Logger) pg.Config {
 	return pg.Config{DSN: c.Target, Pipeline: c.Pipeline, Router: c.router(), Columns: c.columns,
-		SkipUnsupportedDDL: c.OnUnsupportedDDL == "skip", Timeout: c.targetTimeout, Logger: log}
+		SkipUnsupportedDDL: c.OnUnsupportedDDL == "skip", Timeout: c.targetTimeout, AsyncCommit: c.SynchronousCommit == "off", Logger: log}
 }
 
 func (c *config) mysqlConfig(log *slog.Logger) mysql.Config {
