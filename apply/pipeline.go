@@ -54,7 +54,7 @@ type Pipeline struct {
 	// commits counts target commits; only Run's goroutine (sessions and
 	// their apply loops) touches it, and the fields below.
 	commits int
-	// With a target that commits asynchronously (DurableTarget), the
+	// With a target that may commit asynchronously (DurableTarget), the
 	// checkpoints committed but not yet known to be on its disk, oldest
 	// first, and when the target last said how far it has flushed.
 	durable   DurableTarget
@@ -105,7 +105,7 @@ func New(cfg Config, src Source, tgt Target) *Pipeline {
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := &Pipeline{cfg: cfg, src: src, tgt: tgt, log: log}
-	if d, ok := tgt.(DurableTarget); ok && d.Async() {
+	if d, ok := tgt.(DurableTarget); ok {
 		p.durable = d
 	}
 	return p
@@ -124,13 +124,15 @@ func (p *Pipeline) ack(cp checkpoint.Row) {
 }
 
 // committed records that the target committed cp. Only what the target
-// has on disk is acknowledged: at once when it commits synchronously,
-// else once its log is flushed past the commit (never ahead).
+// has on disk is acknowledged: at once when it commits synchronously
+// (which flushes its log, everything before the commit included), else
+// once its log is flushed past the commit (never ahead).
 func (p *Pipeline) committed(cp checkpoint.Row) {
 	p.commits++
 	p.applied = cp
-	if p.durable == nil {
+	if p.durable == nil || !p.durable.Async() {
 		p.ack(cp)
+		p.unflushed = p.unflushed[:0]
 		return
 	}
 	end, flushed := p.durable.LastCommit()
@@ -139,10 +141,11 @@ func (p *Pipeline) committed(cp checkpoint.Row) {
 }
 
 // opened starts a session's acknowledgements at cp, the checkpoint the
-// target holds. An asynchronous commit of it (by the session before) is
-// visible before it is durable, so it waits its turn like a new commit,
-// at where the target's log ends now; whatever was waiting from the
-// session before is behind it, and perhaps lost with a target crash.
+// target holds. An asynchronous commit of it (by the session before, or a
+// run before this one) is visible before it is durable, so it waits its
+// turn like a new commit, at where the target's log ends now; whatever was
+// waiting from the session before is behind it, and perhaps lost with a
+// target crash.
 func (p *Pipeline) opened(ctx context.Context, cp checkpoint.Row) error {
 	p.applied = cp
 	if p.durable == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -23,7 +24,7 @@ import (
 // hears of it as flushed first (apply.DurableTarget). So every COMMIT goes
 // out with a query for where the target's WAL ends now and how far it is
 // flushed, in the same round trip; the insert position read after the
-// commit is at or past the end of its commit record.
+// commit is at or past the end of its commit record (recordEnd).
 //
 // A transaction streamed while in progress commits on a connection of its
 // own, whose writer shares the main writer's walState, so the pipeline
@@ -44,6 +45,34 @@ type walState struct {
 	// pid and started name the main session's backend.
 	pid     uint32
 	started int64 // backend_start, in microseconds since 1970
+	// block and segment are the WAL's page and segment sizes, when its
+	// page headers are those recordEnd knows (0: unknown).
+	block, segment uint64
+}
+
+// The sizes of a WAL page's header, and of the first page's in a
+// segment, on a server with 8-byte alignment (SizeOfXLogShortPHD and
+// SizeOfXLogLongPHD).
+const (
+	shortPageHeader = 24
+	longPageHeader  = 40
+)
+
+// recordEnd turns the WAL insert position read after a commit into a
+// position at or past the end of every record before it that a flush
+// reaches. The insert position is where the next record starts: when the
+// last record filled its page, that is past the next page's header, while
+// the WAL flushed to the end of that record stops at the page's start (and
+// on an idle server would never pass it). Only then does the position sit
+// right after a page header: no record ends there.
+func (w *walState) recordEnd(insert source.LSN) source.LSN {
+	switch {
+	case w.segment > 0 && uint64(insert)%w.segment == longPageHeader:
+		return insert - longPageHeader
+	case w.block > 0 && uint64(insert)%w.block == shortPageHeader:
+		return insert - shortPageHeader
+	}
+	return insert
 }
 
 var _ apply.DurableTarget = (*Target)(nil)
@@ -76,49 +105,64 @@ func (t *Target) Flushed(ctx context.Context) (flushed, end source.LSN, err erro
 		end, flushed, err = scanWAL(res)
 		return err
 	})
+	if err == nil && t.wal != nil {
+		end = t.wal.recordEnd(end)
+	}
 	return flushed, end, err
 }
 
-// asyncSession sets a new session up for asynchronous commit: the main
-// session records its backend, a stream's checks that the main one's
-// still runs.
-func (t *Target) asyncSession(ctx context.Context, conn *pgx.Conn) error {
-	if !t.cfg.AsyncCommit {
-		return nil
-	}
+// walSession sets a new session up. The main one learns its backend and
+// the WAL's page layout (recordEnd); with AsyncCommit every session
+// commits with synchronous_commit = off, and a stream's first checks that
+// the main session's backend still runs.
+func (t *Target) walSession(ctx context.Context, conn *pgx.Conn) error {
 	if t.wal == nil {
 		t.wal = &walState{main: t}
 	}
-	w := t.wal
-	sql := "SET synchronous_commit = off; SELECT pg_backend_pid(), (extract(epoch FROM backend_start) * 1000000)::bigint FROM pg_stat_activity WHERE pid = pg_backend_pid()"
-	if w.main != t {
-		sql = fmt.Sprintf("SET synchronous_commit = off; SELECT count(*) FROM pg_stat_activity WHERE pid = %d AND (extract(epoch FROM backend_start) * 1000000)::bigint = %d", w.pid, w.started)
+	set := ""
+	if t.cfg.AsyncCommit {
+		set = "SET synchronous_commit = off; "
 	}
-	var pid uint32
-	var started int64
-	err := t.bound().Do(ctx, "SET synchronous_commit", func(ctx context.Context) error {
+	if w := t.wal; w.main != t {
+		if !t.cfg.AsyncCommit {
+			return nil
+		}
+		var running int
+		err := sessionQuery(ctx, t, conn, set+fmt.Sprintf(`SELECT count(*) FROM pg_stat_activity
+			WHERE pid = %d AND (extract(epoch FROM backend_start) * 1000000)::bigint = %d`, w.pid, w.started), &running)
+		if err == nil && running == 0 {
+			err = mainSessionGone{}
+		}
+		return err
+	}
+	w := walState{main: t}
+	err := sessionQuery(ctx, t, conn, set+`SELECT pg_backend_pid(), (extract(epoch FROM a.backend_start) * 1000000)::bigint,
+			CASE WHEN c.max_data_alignment = 8 THEN c.wal_block_size ELSE 0 END, CASE WHEN c.max_data_alignment = 8 THEN c.bytes_per_wal_segment ELSE 0 END
+		FROM pg_stat_activity a, pg_control_init() c WHERE a.pid = pg_backend_pid()`, &w.pid, &w.started, &w.block, &w.segment)
+	*t.wal = w
+	return err
+}
+
+// sessionQuery runs sql (settings, then a query for one row) and scans
+// the row's values into dst.
+func sessionQuery(ctx context.Context, t *Target, conn *pgx.Conn, sql string, dst ...any) error {
+	err := t.bound().Do(ctx, "setting the session up", func(ctx context.Context) error {
 		res, err := conn.PgConn().Exec(ctx, sql).ReadAll()
 		if err != nil {
 			return err
 		}
-		if len(res) != 2 || len(res[1].Rows) != 1 {
+		if len(res) == 0 || len(res[len(res)-1].Rows) != 1 {
 			return errors.New("no answer to the query for the session's backend")
 		}
-		row := res[1].Rows[0]
-		if w.main != t {
-			_, err = fmt.Sscan(string(row[0]), &pid)
-			return err
+		var text []string
+		for _, v := range res[len(res)-1].Rows[0] {
+			text = append(text, string(v))
 		}
-		_, err = fmt.Sscan(string(row[0])+" "+string(row[1]), &pid, &started)
+		_, err = fmt.Sscan(strings.Join(text, " "), dst...)
 		return err
 	})
-	switch {
-	case err != nil:
-		return fmt.Errorf("target: set synchronous_commit = off: %w", err)
-	case w.main == t:
-		w.pid, w.started, w.end, w.flushed = pid, started, 0, 0
-	case pid == 0:
-		return mainSessionGone{}
+	if err != nil {
+		return fmt.Errorf("target: set the session up for commits: %w", err)
 	}
 	return nil
 }
@@ -153,7 +197,7 @@ func (t *Target) committed(res []*pgconn.Result) error {
 	if err != nil {
 		return err
 	}
-	t.wal.end, t.wal.flushed = end, flushed
+	t.wal.end, t.wal.flushed = t.wal.recordEnd(end), flushed
 	return nil
 }
 

@@ -169,7 +169,7 @@ func (t *Target) connect(ctx context.Context) error {
 		conn.Close(ctx)
 		return fmt.Errorf("target: set session_replication_role = replica (the target user must be a superuser): %w", err)
 	}
-	if err := t.asyncSession(ctx, conn); err != nil {
+	if err := t.walSession(ctx, conn); err != nil {
 		conn.Close(ctx)
 		return err
 	}
