@@ -84,10 +84,12 @@ const walPositions = "SELECT pg_current_wal_insert_lsn()::text, pg_current_wal_f
 func (t *Target) Async() bool { return t.cfg.AsyncCommit }
 
 // LastCommit tells where the last commit ends in the target's WAL, at the
-// latest, and how far the WAL was flushed as it returned.
+// latest, and how far the WAL was flushed as it returned. Without a
+// session set up, which a commit cannot be, it names no flush that ever
+// reaches it.
 func (t *Target) LastCommit() (end, flushed source.LSN) {
 	if t.wal == nil {
-		return 0, 0
+		return ^source.LSN(0), 0
 	}
 	return t.wal.end, t.wal.flushed
 }
