@@ -66,7 +66,7 @@ type Target struct {
 	args  [][]byte // scratch parameter list, reused row after row
 
 	streams map[uint32]*stream // transactions streamed while in progress, by xid (stream.go)
-	wal     *walState          // with AsyncCommit; shared with the streams' writers (durable.go)
+	wal     *walState          // what the sessions know of the WAL; shared with the streams' writers (durable.go)
 	gone    []int32            // backend pids of sessions given up, until fence saw them end
 }
 
