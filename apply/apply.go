@@ -51,6 +51,29 @@ type DDLCommitter interface {
 	CommitPartial(ctx context.Context, cp checkpoint.Row, txn *source.Txn, seq int) error
 }
 
+// DurableTarget is a Target that may commit asynchronously: a commit
+// returns before it is on the target's disk (PostgreSQL with
+// synchronous_commit = off, as its own apply worker runs), and a crash of
+// the target loses it, data and checkpoint row together. Exactly once
+// holds; never ahead is the pipeline's part. Like PostgreSQL's worker
+// (worker.c, get_flush_position) it pairs every checkpoint committed with
+// a position in the target's log at or past the end of its commit, and
+// tells the source of a checkpoint only once the target reports its log
+// flushed that far.
+type DurableTarget interface {
+	// Async reports whether commits may return before they are durable;
+	// when not, the pipeline takes each as durable once it returns.
+	Async() bool
+	// LastCommit tells, for the commit that returned last (Commit, or
+	// StreamCommit on a streamed transaction's connection), a position in
+	// the target's log at or past its end, and how far the log was
+	// flushed as it returned: the commit's own round trip learns both.
+	LastCommit() (end, flushed source.LSN)
+	// Flushed asks the target how far its log is flushed, and where it
+	// ends now: at or past the end of every commit so far, by any session.
+	Flushed(ctx context.Context) (flushed, end source.LSN, err error)
+}
+
 // StreamTarget is a Target that applies transactions the source streams
 // while they are still in progress (PostgreSQL protocol 2, --stream-apply
 // immediate): each in a target transaction of its own, on a connection of

@@ -52,9 +52,33 @@ type Pipeline struct {
 	acked    atomic.Uint64 // end position of the last target commit
 	ackedCSN atomic.Uint64 // and its commit CSN (CSN-ordered sources)
 	// commits counts target commits; only Run's goroutine (sessions and
-	// their apply loops) touches it.
+	// their apply loops) touches it, and the fields below.
 	commits int
+	// With a target that may commit asynchronously (DurableTarget), the
+	// checkpoints committed but not yet known to be on its disk, oldest
+	// first, and when the target last said how far it has flushed.
+	durable   DurableTarget
+	unflushed []unflushed
+	flushSeen time.Time
+	applied   checkpoint.Row // the last checkpoint committed (or read at a session's start)
 }
+
+// unflushed is a checkpoint committed on the target and a position in the
+// target's log at or past the end of its commit.
+type unflushed struct {
+	end source.LSN
+	cp  checkpoint.Row
+}
+
+// How often the applier asks an asynchronously committing target how far
+// it has flushed while checkpoints wait for it and no commit tells, and
+// how long a session's end (a clean stop, a finished catch-up) waits for
+// the last of them. PostgreSQL's walwriter flushes every wal_writer_delay,
+// 200 ms by default, three times that at worst.
+const (
+	flushPoll  = 100 * time.Millisecond
+	settleWait = 2 * time.Second
+)
 
 // New returns a pipeline; Run starts it.
 func New(cfg Config, src Source, tgt Target) *Pipeline {
@@ -80,7 +104,11 @@ func New(cfg Config, src Source, tgt Target) *Pipeline {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Pipeline{cfg: cfg, src: src, tgt: tgt, log: log}
+	p := &Pipeline{cfg: cfg, src: src, tgt: tgt, log: log}
+	if d, ok := tgt.(DurableTarget); ok {
+		p.durable = d
+	}
+	return p
 }
 
 // Acked is the resume position of the last target commit: the position the
@@ -95,10 +123,95 @@ func (p *Pipeline) ack(cp checkpoint.Row) {
 	p.acked.Store(uint64(cp.Resume()))
 }
 
-// committed records that the target committed cp.
+// committed records that the target committed cp. Only what the target
+// has on disk is acknowledged: at once when it commits synchronously
+// (which flushes its log, everything before the commit included), else
+// once its log is flushed past the commit (never ahead).
 func (p *Pipeline) committed(cp checkpoint.Row) {
 	p.commits++
-	p.ack(cp)
+	p.applied = cp
+	if p.durable == nil || !p.durable.Async() {
+		p.ack(cp)
+		p.unflushed = p.unflushed[:0]
+		return
+	}
+	end, flushed := p.durable.LastCommit()
+	p.unflushed = append(p.unflushed, unflushed{end: end, cp: cp})
+	p.release(flushed)
+}
+
+// opened starts a session's acknowledgements at cp, the checkpoint the
+// target holds. An asynchronous commit of it (by the session before, or a
+// run before this one) is visible before it is durable, so it waits its
+// turn like a new commit, at where the target's log ends now; whatever was
+// waiting from the session before is behind it, and perhaps lost with a
+// target crash.
+func (p *Pipeline) opened(ctx context.Context, cp checkpoint.Row) error {
+	p.applied = cp
+	if p.durable == nil {
+		p.ack(cp)
+		return nil
+	}
+	flushed, end, err := p.durable.Flushed(ctx)
+	if err != nil {
+		return err
+	}
+	p.unflushed = append(p.unflushed[:0], unflushed{end: end, cp: cp})
+	p.release(flushed)
+	return nil
+}
+
+// release acknowledges the newest checkpoint whose commit ends at or
+// before flushed, and forgets those before it.
+func (p *Pipeline) release(flushed source.LSN) {
+	p.flushSeen = time.Now()
+	n := 0
+	for n < len(p.unflushed) && p.unflushed[n].end <= flushed {
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	p.ack(p.unflushed[n-1].cp)
+	p.unflushed = p.unflushed[n:]
+}
+
+// pollFlushed asks the target how far it has flushed and acknowledges
+// what that covers.
+func (p *Pipeline) pollFlushed(ctx context.Context) error {
+	flushed, _, err := p.durable.Flushed(ctx)
+	if err != nil {
+		return err
+	}
+	p.release(flushed)
+	return nil
+}
+
+// settle gives the target a moment to flush what the session committed,
+// so that the source hears of it before the session ends: nothing of it
+// is lost then, but the next run would replay it, skipping. A target
+// connection that the stop closed, or a slow flush, leaves it at that.
+func (p *Pipeline) settle(ctx context.Context) {
+	if p.durable == nil || len(p.unflushed) == 0 {
+		return
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleWait)
+	defer cancel()
+	for {
+		if err := p.pollFlushed(sctx); err != nil {
+			p.log.Debug("could not learn how far the target has flushed", "error", err.Error())
+			return
+		}
+		if len(p.unflushed) == 0 {
+			return
+		}
+		select {
+		case <-sctx.Done():
+			p.log.Info("the target has not yet flushed every commit to disk; the source is told of those it has", "flushed", p.Acked().String(), "applied", p.applied.Resume().String())
+			return
+		case <-time.After(flushPoll / 2):
+		}
+	}
 }
 
 // errCaughtUp ends a catch-up run.
@@ -124,7 +237,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		}
 		switch {
 		case errors.Is(err, errCaughtUp):
-			p.log.Info("caught up", "position", p.Acked().String())
+			p.log.Info("caught up", "position", p.applied.Resume().String(), "flushed", p.Acked().String())
 			return nil
 		case ctx.Err() != nil:
 			p.log.Info("stopped", "flushed", p.Acked().String())
@@ -186,24 +299,31 @@ func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started *boo
 		*stopAt = srv.WALEnd
 	}
 	*started = true
-	p.ack(cp)
+	if err := p.opened(ctx, cp); err != nil {
+		return err
+	}
 	if p.cfg.CatchUp && cp.End >= *stopAt {
 		return errCaughtUp
 	}
 
-	sctx, cancel := context.WithCancel(ctx)
+	// The reader outlives the applier, which ends first on a stop: it
+	// reports the flushed position once more as it ends, after settle.
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	ch := make(chan source.Chunk, p.cfg.Buffer)
 	readDone := make(chan struct{})
 	var readErr error
 	go func() {
 		defer close(readDone)
-		readErr = p.src.Stream(sctx, source.StreamRequest{
+		readErr = p.src.Stream(rctx, source.StreamRequest{
 			Start: cp.Resume(), SystemID: cp.SystemID, Acked: p.Acked,
 			StartCSN: cp.CSN, AckedCSN: p.AckedCSN,
 		}, ch)
 	}()
-	err = p.applyLoop(sctx, cp, *stopAt, ch, readDone)
+	err = p.applyLoop(ctx, cp, *stopAt, ch, readDone)
+	if errors.Is(err, errCaughtUp) || ctx.Err() != nil {
+		p.settle(ctx)
+	}
 	cancel()
 	<-readDone
 	if errors.Is(err, errReaderDone) || (errors.Is(err, context.Canceled) && readErr != nil && !errors.Is(readErr, context.Canceled)) {
@@ -287,6 +407,11 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp checkpoint.Row, stopAt sour
 	advance := time.NewTimer(time.Hour)
 	advance.Stop()
 	defer advance.Stop()
+	// While checkpoints wait for an asynchronously committing target to
+	// flush, and no commit tells how far it has, the applier asks.
+	poll := time.NewTimer(time.Hour)
+	poll.Stop()
+	defer poll.Stop()
 	deferred := false
 	// write commits the group with its checkpoint.
 	write := func() error {
@@ -303,13 +428,23 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp checkpoint.Row, stopAt sour
 	}
 	for {
 		var c source.Chunk
-		var pending <-chan time.Time
+		var pending, unflushed <-chan time.Time
 		if deferred && !g.open {
 			advance.Reset(max(time.Until(lastWrite.Add(p.cfg.IdleAdvance)), 0))
 			pending = advance.C
 		}
+		if len(p.unflushed) > 0 {
+			poll.Reset(max(time.Until(p.flushSeen.Add(flushPoll)), 0))
+			unflushed = poll.C
+		}
 		select {
 		case c = <-ch:
+		case <-unflushed:
+			if err := p.pollFlushed(ctx); err != nil {
+				p.rollback(ctx, &g)
+				return err
+			}
+			continue
 		case <-pending:
 			deferred = false
 			if g.cp.End == stored.End && g.cp.Hold == stored.Hold {

@@ -56,7 +56,7 @@ func (t *Target) openStream(ctx context.Context, txn *source.Txn) (*stream, erro
 	if s := t.streams[txn.Xid]; s != nil {
 		return s, nil
 	}
-	w := &Target{cfg: t.cfg, log: t.log}
+	w := &Target{cfg: t.cfg, log: t.log, wal: t.wal}
 	if err := w.connect(ctx); err != nil {
 		return nil, fmt.Errorf("connect for transaction xid %d, streamed while in progress: %w", txn.Xid, err)
 	}

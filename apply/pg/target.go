@@ -40,7 +40,9 @@ type Config struct {
 	// COMMIT, a catalog read): past it the connection is given up with a
 	// *source.TimeoutError, which the pipeline retries. 0: no bound.
 	Timeout time.Duration
-	Logger  *slog.Logger
+	// AsyncCommit commits with synchronous_commit = off (durable.go).
+	AsyncCommit bool
+	Logger      *slog.Logger
 }
 
 // Limits on what is buffered before a round trip.
@@ -76,6 +78,7 @@ type Target struct {
 	mask   []byte
 
 	streams map[uint32]*stream // transactions streamed while in progress, by xid (stream.go)
+	wal     *walState          // what the sessions know of the WAL; shared with the streams' writers (durable.go)
 	gone    []int32            // backend pids of sessions given up, until fence saw them end
 }
 
@@ -183,6 +186,10 @@ func (t *Target) connect(ctx context.Context) error {
 	}); err != nil {
 		conn.Close(ctx)
 		return fmt.Errorf("target: set session_replication_role = replica (the target user must be a superuser): %w", err)
+	}
+	if err := t.walSession(ctx, conn); err != nil {
+		conn.Close(ctx)
+		return err
 	}
 	t.conn = conn
 	t.forgetTables()
@@ -488,13 +495,16 @@ func (t *Target) Commit(ctx context.Context, cp checkpoint.Row) error {
 		return t.lacksColumns(ctx, err)
 	}
 	if !t.inTx {
-		return nil
+		return t.committedAlone(ctx)
 	}
 	t.inTx = false
 	return t.bound().Do(ctx, "COMMIT", func(ctx context.Context) error {
-		tag, err := t.conn.PgConn().Exec(ctx, "COMMIT").ReadAll()
-		if err == nil && (len(tag) != 1 || tag[0].CommandTag.String() != "COMMIT") {
+		res, err := t.conn.PgConn().Exec(ctx, t.commitSQL()).ReadAll()
+		if err == nil && (len(res) == 0 || res[0].CommandTag.String() != "COMMIT") {
 			err = errors.New("the target rolled the transaction back")
+		}
+		if err == nil {
+			err = t.committed(res[1:])
 		}
 		if err != nil {
 			return &apply.Error{Op: "commit", Xid: cp.Xid, Commit: cp.Commit, Err: describe(err)}

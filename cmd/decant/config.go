@@ -49,6 +49,9 @@ type config struct {
 	// StreamApply is how in-progress transactions streamed by a
 	// PostgreSQL source are applied: spool (at commit) or immediate.
 	StreamApply string `yaml:"stream_apply"`
+	// SynchronousCommit is on or off: off commits on a PostgreSQL
+	// target without waiting for its disk (apply/pg, durable.go).
+	SynchronousCommit string `yaml:"synchronous_commit"`
 	// SourceTimeout is the longest silence run accepts on the replication
 	// stream, TargetTimeout the longest one round trip to the target may
 	// take; past either the connection is given up and the pipeline
@@ -165,6 +168,7 @@ func addStreamFlags(cmd *cobra.Command, f *flags) {
 	fs.StringVar(&f.values.MaxTxnMemory, "max-txn-memory", "", "decoded changes held in memory over all transactions waiting for their commit, before they spill to --spill-dir (default 64MiB)")
 	fs.StringVar(&f.values.SpillDir, "spill-dir", "", "directory for spill files (default the system's temporary directory)")
 	fs.StringVar(&f.values.StreamApply, "stream-apply", "", "in-progress transactions streamed by PostgreSQL: spool (apply at commit) or immediate (apply as they arrive, in an open target transaction) (default spool)")
+	fs.StringVar(&f.values.SynchronousCommit, "synchronous-commit", "", "on or off: off commits on a PostgreSQL target with synchronous_commit = off, as PostgreSQL's subscriptions do, and tells the source only what the target has flushed to disk (default off; MySQL and MariaDB targets: on)")
 }
 
 // addApplyFlags adds the flags of how run writes (run).
@@ -242,6 +246,7 @@ func (f *flags) load(cmd *cobra.Command) (config, error) {
 		set("max-txn-memory", &c.MaxTxnMemory, f.values.MaxTxnMemory)
 		set("spill-dir", &c.SpillDir, f.values.SpillDir)
 		set("stream-apply", &c.StreamApply, f.values.StreamApply)
+		set("synchronous-commit", &c.SynchronousCommit, f.values.SynchronousCommit)
 	}
 	if fs.Lookup("source-timeout") != nil {
 		set("source-timeout", &c.SourceTimeout, f.values.SourceTimeout)
@@ -353,6 +358,16 @@ func (c *config) validate() error {
 	case "spool", "immediate":
 	default:
 		return usagef("invalid --stream-apply %q: use spool or immediate", c.StreamApply)
+	}
+	switch {
+	case c.SynchronousCommit == "" && c.mysqlTarget():
+		c.SynchronousCommit = "on"
+	case c.SynchronousCommit == "":
+		c.SynchronousCommit = "off"
+	case c.SynchronousCommit == "off" && c.mysqlTarget():
+		return usagef("--synchronous-commit off is for PostgreSQL targets: MySQL and MariaDB set durability for the whole server (innodb_flush_log_at_trx_commit, sync_binlog), not per session; leave the flag out")
+	case c.SynchronousCommit != "on" && c.SynchronousCommit != "off":
+		return usagef("invalid --synchronous-commit %q: use on or off", c.SynchronousCommit)
 	}
 	if c.sourceTimeout, err = parseTimeout("source-timeout", c.SourceTimeout, defaultSourceTimeout); err != nil {
 		return err

@@ -94,3 +94,56 @@ func TestConfigErrorsAreUsageErrors(t *testing.T) {
 		t.Errorf("full spill directory exit code %d, want 3", code)
 	}
 }
+
+// TestSynchronousCommit: off by default on a PostgreSQL target, on on a
+// MySQL one, where asking for off is a usage error; the file's key is
+// synchronous_commit, and the flag beats it.
+func TestSynchronousCommit(t *testing.T) {
+	load := func(args ...string) (config, error) {
+		t.Helper()
+		cmd := &cobra.Command{Use: "run"}
+		var f flags
+		addFlags(cmd, &f, true)
+		addStreamFlags(cmd, &f)
+		if err := cmd.ParseFlags(args); err != nil {
+			t.Fatal(err)
+		}
+		return f.load(cmd)
+	}
+	pgArgs := []string{"--source", "postgres://u@h/src", "--target", "postgres://u@h/tgt"}
+	myArgs := []string{"--source", "postgres://u@h/src", "--target", "mysql://u@h:3306/tgt"}
+	for _, c := range []struct {
+		args []string
+		want string // "" for a usage error
+	}{
+		{pgArgs, "off"},
+		{append(pgArgs, "--synchronous-commit", "on"), "on"},
+		{append(pgArgs, "--synchronous-commit", "off"), "off"},
+		{append(pgArgs, "--synchronous-commit", "local"), ""},
+		{myArgs, "on"},
+		{append(myArgs, "--synchronous-commit", "on"), "on"},
+		{append(myArgs, "--synchronous-commit", "off"), ""},
+	} {
+		cfg, err := load(c.args...)
+		switch {
+		case c.want == "" && !errors.As(err, new(usageError)):
+			t.Errorf("%v: %v, want a usage error", c.args, err)
+		case c.want != "" && err != nil:
+			t.Errorf("%v: %v", c.args, err)
+		case c.want != "" && cfg.SynchronousCommit != c.want:
+			t.Errorf("%v: synchronous commit %q, want %q", c.args, cfg.SynchronousCommit, c.want)
+		case c.want != "" && cfg.pgConfig(nil).AsyncCommit != (c.want == "off" && !cfg.mysqlTarget()):
+			t.Errorf("%v: the PostgreSQL writer's AsyncCommit is %v", c.args, cfg.pgConfig(nil).AsyncCommit)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "decant.yaml")
+	if err := os.WriteFile(file, []byte("synchronous_commit: \"on\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err := load(append(pgArgs, "--config", file)...); err != nil || cfg.SynchronousCommit != "on" {
+		t.Errorf("from the file: %q, %v", cfg.SynchronousCommit, err)
+	}
+	if cfg, err := load(append(pgArgs, "--config", file, "--synchronous-commit", "off")...); err != nil || cfg.SynchronousCommit != "off" {
+		t.Errorf("flag over file: %q, %v", cfg.SynchronousCommit, err)
+	}
+}

@@ -42,7 +42,8 @@ func (c *config) router() *mapping.Router { return mapping.NewRouter(c.rules, c.
 
 func (c *config) pgConfig(log *slog.Logger) pg.Config {
 	return pg.Config{DSN: c.Target, Pipeline: c.Pipeline, Router: c.router(), Columns: c.columns,
-		SkipUnsupportedDDL: c.OnUnsupportedDDL == "skip", Timeout: c.targetTimeout, Plain: !c.compacts(), Logger: log}
+		SkipUnsupportedDDL: c.OnUnsupportedDDL == "skip", Timeout: c.targetTimeout, Plain: !c.compacts(),
+		AsyncCommit: c.SynchronousCommit == "off", Logger: log}
 }
 
 // compacts reports whether run applies net changes (--compact, on unless
