@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"time"
@@ -33,6 +34,10 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 			if err != nil {
 				return err
 			}
+			// No heap profile is ever taken of a run: the sampling the
+			// runtime does for one by default, a stack walk every 512 KiB
+			// allocated, is saved.
+			runtime.MemProfileRate = 0
 			stop, err := startCPUProfile(cpuProfile)
 			if err != nil {
 				return err
