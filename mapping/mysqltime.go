@@ -259,16 +259,19 @@ func (v valueSource) fitDateTime(t pgTime, tg *targetCol, f fit) (any, error) {
 	lo, hi, spelled := tg.bounds()
 	top := hi // the last value the column holds
 	top.usec -= top.usec % tg.unit()
-	outside := " is outside " + tg.dataTypeName() + "'s range " + spelled
+	// Only a value out of range pays for the message.
+	outside := func(what string) string {
+		return v.name + what + " is outside " + tg.dataTypeName() + "'s range " + spelled
+	}
 	switch {
 	case t.inf > 0:
-		return f.clamp(v.name+" infinity"+outside, tg.formatTime(top))
+		return f.clamp(outside(" infinity"), tg.formatTime(top))
 	case t.inf < 0:
-		return f.clamp(v.name+" -infinity"+outside, tg.formatTime(lo))
+		return f.clamp(outside(" -infinity"), tg.formatTime(lo))
 	case t.before(lo):
-		return f.clamp(v.name+outside, tg.formatTime(lo))
+		return f.clamp(outside(""), tg.formatTime(lo))
 	case hi.before(t):
-		return f.clamp(v.name+outside, tg.formatTime(top))
+		return f.clamp(outside(""), tg.formatTime(top))
 	}
 	return v.truncate(t, tg, f)
 }

@@ -79,3 +79,19 @@ func TestTimeEdges(t *testing.T) {
 		{"timetz extreme offset", tz, "time(6)", "23:59:59.999999-14:59", "", "14:58:59.999999"},
 	})
 }
+
+// BenchmarkConvertDateTime converts a timestamptz in range into
+// DATETIME(6), the common case: no error message is built for it.
+func BenchmarkConvertDateTime(b *testing.B) {
+	conv, err := MySQLConverter(col(oidTimestamptz, -1), mycol("datetime(6)"), PolicyError)
+	if err != nil {
+		b.Fatal(err)
+	}
+	text := []byte("2026-01-02 10:17:36.123456+00")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := conv(text); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

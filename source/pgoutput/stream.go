@@ -337,14 +337,15 @@ func (s *stream) run(ctx context.Context) error {
 	quiet := source.Silence{Limit: s.r.cfg.Timeout}
 	quiet.Heard(time.Now())
 	sock := s.conn.Conn()
+	if err := sock.SetReadDeadline(time.Now().Add(ackPoll)); err != nil {
+		return fmt.Errorf("receive from source: %w", err)
+	}
+	// After the first deadline, so that a ctx ended already wins over it.
 	stop := context.AfterFunc(ctx, func() { sock.SetReadDeadline(time.Now()) })
 	defer func() {
 		stop()
 		sock.SetReadDeadline(time.Time{})
 	}()
-	if err := sock.SetReadDeadline(time.Now().Add(ackPoll)); err != nil {
-		return fmt.Errorf("receive from source: %w", err)
-	}
 	// recvCtx has no Done channel: pgconn then watches nothing per
 	// message; the deadline above does its work.
 	recvCtx := context.WithoutCancel(ctx)

@@ -105,23 +105,22 @@ func (d *Decoder) rowChange(data []byte) (ev Event, sub uint32, err error) {
 	t := tuples{data: d.arena.copy(data[h.off:]), kind: kind, size: len(data)}
 	c := source.Change{Op: op, Rel: rel}
 	marker := t.marker()
-	if kind == 'U' && (marker == 'K' || marker == 'O') || kind == 'D' {
-		if kind == 'D' && marker != 'K' && marker != 'O' {
-			return Event{}, 0, t.markerError(marker, "'K' or 'O'")
-		}
+	want := "'N'" // the marker of the new row
+	switch {
+	case kind == 'D' && marker != 'K' && marker != 'O':
+		return Event{}, 0, t.markerError(marker, "'K' or 'O'")
+	case kind == 'D' || kind == 'U' && (marker == 'K' || marker == 'O'):
 		if c.Old, err = t.row(rel, &d.arena); err != nil {
 			return Event{}, 0, fmt.Errorf("%s old row of %s in xid %d: %w", op, rel.Table(), xid, err)
 		}
 		if kind == 'U' {
 			marker = t.marker()
 		}
+	case kind == 'U':
+		want = "'K', 'O' or 'N'"
 	}
 	if kind != 'D' {
 		if marker != 'N' {
-			want := "'N'"
-			if kind == 'U' {
-				want = "'K', 'O' or 'N'"
-			}
 			return Event{}, 0, t.markerError(marker, want)
 		}
 		if c.New, err = t.row(rel, &d.arena); err != nil {

@@ -61,7 +61,9 @@ func TestDecodeRowMarkers(t *testing.T) {
 		want string
 	}{
 		{"update old tuple not followed by N", msg('U').i32(ordersID).u8('K').tuple(row...).u8('O').tuple(row...),
-			"message type 'U' has tuple marker 'O', want 'K', 'O' or 'N'"},
+			"message type 'U' has tuple marker 'O', want 'N'"},
+		{"update with an unknown first marker", msg('U').i32(ordersID).u8('X').tuple(row...),
+			"message type 'U' has tuple marker 'X', want 'K', 'O' or 'N'"},
 		{"update old tuple then nothing", msg('U').i32(ordersID).u8('O').tuple(row...),
 			"message type 'U': tuple header runs past the end"},
 		{"insert with a byte after its tuple", append(insertMsg(ordersID, row...), 0),
