@@ -46,10 +46,15 @@ type Net[P comparable] struct {
 	// index holds the tables of this window and, for reuse of their
 	// buffers, those of the last.
 	index map[P]*NetTable[P]
-	rows  int
-	bytes int
-	seed  maphash.Seed
-	key   []byte // scratch key encoding
+	// byTarget holds the part of each target table in the window: one
+	// plan per table, since a source may describe one table by several
+	// relations (GaussDB, by the columns a record carries), and the rows
+	// of two of them could not be told apart or ordered.
+	byTarget map[source.TableName]*NetTable[P]
+	rows     int
+	bytes    int
+	seed     maphash.Seed
+	key      []byte // scratch key encoding
 }
 
 // Limits of a window: the writer sends it once either is reached.
@@ -122,15 +127,14 @@ func (n *Net[P]) Reset() {
 	}
 	clear(n.tables)
 	n.tables = n.tables[:0]
+	clear(n.byTarget)
 	n.rows, n.bytes = 0, 0
 }
 
-// Table returns table p's part of the window, nil when it has none.
-func (n *Net[P]) Table(p P) *NetTable[P] {
-	if t, ok := n.index[p]; ok && t.used {
-		return t
-	}
-	return nil
+// TableOf returns target table name's part of the window, nil when it
+// has none.
+func (n *Net[P]) TableOf(name source.TableName) *NetTable[P] {
+	return n.byTarget[name]
 }
 
 // Sent takes table t's part out of the window once the writer sent it,
@@ -145,6 +149,7 @@ func (n *Net[P]) Sent(t *NetTable[P]) {
 	n.bytes -= t.size
 	i := slices.Index(n.tables, t)
 	n.tables = slices.Delete(n.tables, i, i+1)
+	delete(n.byTarget, t.Map.Target)
 	t.empty()
 }
 
@@ -161,7 +166,10 @@ func (t *NetTable[P]) empty() {
 // c on its own.
 func (n *Net[P]) Add(p P, mp *mapping.Plan, txn *source.Txn, c *source.Change) bool {
 	if n.index == nil {
-		n.index, n.seed = map[P]*NetTable[P]{}, maphash.MakeSeed()
+		n.index, n.byTarget, n.seed = map[P]*NetTable[P]{}, map[source.TableName]*NetTable[P]{}, maphash.MakeSeed()
+	}
+	if t := n.byTarget[mp.Target]; t != nil && t.Plan != p {
+		return false // the table's part under another relation goes first
 	}
 	switch {
 	case mp.Net == mapping.NetAppend && c.Op == source.OpInsert:
@@ -195,6 +203,7 @@ func (n *Net[P]) table(p P, mp *mapping.Plan) *NetTable[P] {
 	if !t.used {
 		t.used = true
 		n.tables = append(n.tables, t)
+		n.byTarget[mp.Target] = t
 	}
 	return t
 }

@@ -330,25 +330,42 @@ func BenchmarkNetAddInsert(b *testing.B) {
 
 // TestNetSent: one table's part leaves the window, the others stay.
 func TestNetSent(t *testing.T) {
-	p := netPlan(t, mapping.NetCompact)
+	a, b := netPlan(t, mapping.NetCompact), netPlan(t, mapping.NetCompact)
+	b.Target.Name = "u"
 	var n Net[string]
-	n.Add("a", p, &source.Txn{}, change(p, "I 1,x,y"))
-	n.Add("b", p, &source.Txn{}, change(p, "I 2,x,y"))
-	n.Add("a", p, &source.Txn{}, change(p, "U 3,x,y"))
-	if n.Table("c") != nil {
+	n.Add("a", a, &source.Txn{}, change(a, "I 1,x,y"))
+	n.Add("b", b, &source.Txn{}, change(b, "I 2,x,y"))
+	n.Add("a", a, &source.Txn{}, change(a, "U 3,x,y"))
+	if n.TableOf(source.TableName{Schema: "public", Name: "c"}) != nil {
 		t.Error("a table without changes has a part")
 	}
-	n.Sent(n.Table("a"))
+	n.Sent(n.TableOf(a.Target))
 	if got := show(&n); got != "insert 2,x,y" {
 		t.Errorf("window after sending a: %q", got)
 	}
-	if n.Table("a") != nil || n.Empty() {
+	if n.TableOf(a.Target) != nil || n.Empty() || n.TableOf(b.Target) == nil {
 		t.Error("a is still in the window, or b is not")
 	}
-	n.Add("a", p, &source.Txn{}, change(p, "I 1,x,y"))
-	n.Sent(n.Table("b"))
-	n.Sent(n.Table("a"))
+	n.Add("a", a, &source.Txn{}, change(a, "I 1,x,y"))
+	n.Sent(n.TableOf(b.Target))
+	n.Sent(n.TableOf(a.Target))
 	if !n.Empty() || len(n.Tables()) != 0 {
 		t.Errorf("window not empty after sending every part: %q", show(&n))
+	}
+}
+
+// TestNetOnePlanPerTable: a table described by a second relation (GaussDB
+// records of other columns) is refused while the first has a part, so
+// that its part goes first.
+func TestNetOnePlanPerTable(t *testing.T) {
+	a, a2 := netPlan(t, mapping.NetCompact), netPlan(t, mapping.NetCompact)
+	var n Net[string]
+	n.Add("a", a, &source.Txn{}, change(a, "U 1,x,-"))
+	if n.Add("a2", a2, &source.Txn{}, change(a2, "U 1,y,-")) {
+		t.Fatal("took a change of the same table under another relation")
+	}
+	n.Sent(n.TableOf(a.Target))
+	if !n.Add("a2", a2, &source.Txn{}, change(a2, "U 1,y,-")) {
+		t.Error("refused the other relation once the first's part was sent")
 	}
 }

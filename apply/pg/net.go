@@ -39,11 +39,12 @@ func (t *Target) sendNet(ctx context.Context) error {
 	return nil
 }
 
-// sendNetOf writes table p's part of the window, before a change of p
-// that the window did not take (mapping.NetMode: nothing between tables
-// needs the rest first).
+// sendNetOf writes the part of the window of p's target table (under p,
+// or another relation of the same table), before a change of p that the
+// window did not take (mapping.NetMode: nothing between tables needs the
+// rest first).
 func (t *Target) sendNetOf(ctx context.Context, p *plan) error {
-	nt := t.net.Table(p)
+	nt := t.net.TableOf(p.Target)
 	if nt == nil {
 		return nil
 	}
