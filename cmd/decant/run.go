@@ -118,21 +118,12 @@ func runPipeline(ctx context.Context, c config, catchUp bool, slotWait time.Dura
 // limitMemory sets the Go runtime's soft memory limit to what decant may
 // hold for transactions waiting for their commit (--max-txn-memory) plus
 // 16 MiB for everything else (buffered chunks, a batch or COPY round trip
-// of at most 4 MiB, the runtime): peak RSS then stays within
-// --max-txn-memory + 32 MiB (the binary and the runtime's own memory take
-// the rest; make bench's large case checks it). GOMEMLIMIT, when set,
-// wins.
-//
-// Below the limit the heap may grow to three times what is live (GOGC
-// 200, not Go's 100) before a collection: what is live while catching up
-// is mostly the chunks buffered between reader and applier, which every
-// cycle marks again, and at GOGC 100 a backlog of inserts took 40 to 75
-// cycles per million rows where 200 takes about 20, for some 15 MiB more
-// RSS. The limit still bounds the heap; GOGC, when set, wins.
+// of at most 4 MiB, the runtime), so that the garbage collector keeps the
+// heap near that size instead of letting it grow to twice what is live:
+// peak RSS then stays within --max-txn-memory + 32 MiB (the binary and
+// the runtime's own memory take the rest; make bench's large case checks
+// it). GOMEMLIMIT, when set, wins.
 func limitMemory(txnMemory int) {
-	if _, ok := os.LookupEnv("GOGC"); !ok {
-		debug.SetGCPercent(200)
-	}
 	if _, ok := os.LookupEnv("GOMEMLIMIT"); ok {
 		return
 	}
