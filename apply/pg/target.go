@@ -263,11 +263,12 @@ func (t *Target) change(ctx context.Context, txn *source.Txn, c *source.Change, 
 	}
 	// A table with triggers sees everything before its change; any other
 	// only its own earlier changes.
-	send := t.sendNet
-	if p.Net != mapping.NetPlain {
-		send = func(ctx context.Context) error { return t.sendNetOf(ctx, p) }
+	if p.Net == mapping.NetPlain {
+		err = t.sendNet(ctx)
+	} else {
+		err = t.sendNetOf(ctx, p)
 	}
-	if err := send(ctx); err != nil {
+	if err != nil {
 		return err
 	}
 	if c.Op == source.OpInsert {
