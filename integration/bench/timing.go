@@ -252,29 +252,49 @@ func waitMarker(ctx context.Context, p poller, id int, exited <-chan struct{}) e
 }
 
 // waitConfirmed lets a consumer that has applied the marker run on,
-// untimed, until its slot has confirmed the marker's commit, so that the
-// next case starts it from there and not from an older position it would
-// decode again inside the next timed interval. A consumer reports its
-// position within seconds; the wait is bounded in case one does not.
-func (b *bench) waitConfirmed(ctx context.Context, slot string, mk marker) error {
+// untimed, until its slot has confirmed the marker's commit and its
+// restart_lsn has passed the marker, so that the next case starts it from
+// there and not from an older position it would decode again inside the
+// next timed interval (after the large case, that is a whole 1M-row
+// transaction decoded a second time). restart_lsn moves only when the
+// consumer confirms a position past a running-transactions record decoded
+// after the marker; a CHECKPOINT on the source writes one, and a live
+// consumer confirms past it with its next idle status update. A consumer
+// that has exited (live false: pg_recvlogical at its end position) has its
+// slot advanced past that record instead. The wait is bounded in case a
+// consumer does not report.
+func (b *bench) waitConfirmed(ctx context.Context, slot string, mk marker, live bool) error {
 	conn, err := pgx.Connect(ctx, b.srcDSN)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(ctx)
 	deadline := time.Now().Add(30 * time.Second)
+	checkpointed := false
 	for {
-		var done bool
-		err := conn.QueryRow(ctx, `SELECT coalesce(confirmed_flush_lsn >= $2::pg_lsn, false) FROM pg_replication_slots WHERE slot_name = $1`,
-			slot, mk.in).Scan(&done)
+		var confirmed, restarted bool
+		err := conn.QueryRow(ctx, `SELECT coalesce(confirmed_flush_lsn >= $2::pg_lsn, false), coalesce(restart_lsn >= $2::pg_lsn, false)
+			FROM pg_replication_slots WHERE slot_name = $1`, slot, mk.in).Scan(&confirmed, &restarted)
 		if err != nil {
 			return fmt.Errorf("slot %s: %w", slot, err)
 		}
-		if done {
+		if confirmed && restarted {
 			return nil
 		}
+		if confirmed && !checkpointed {
+			if _, err := conn.Exec(ctx, `CHECKPOINT`); err != nil {
+				return fmt.Errorf("checkpoint for slot %s: %w", slot, err)
+			}
+			checkpointed = true
+			if !live {
+				if _, err := conn.Exec(ctx, `SELECT pg_replication_slot_advance($1, pg_current_wal_lsn())`, slot); err != nil {
+					return fmt.Errorf("advance slot %s: %w", slot, err)
+				}
+			}
+			continue
+		}
 		if time.Now().After(deadline) {
-			fmt.Fprintf(os.Stderr, "warning: slot %s has not confirmed the marker 30 s after it was applied; the next case restarts it further back\n", slot)
+			fmt.Fprintf(os.Stderr, "warning: slot %s has not confirmed the marker (%v) or moved its restart position past it (%v) 30 s after it was applied; the next case restarts it further back\n", slot, confirmed, restarted)
 			return nil
 		}
 		select {
@@ -333,7 +353,7 @@ func (b *bench) timeDecant(ctx context.Context, m *meter, p poller, mk marker, t
 		return result{}, end(err)
 	}
 	r := result{rssKiB: m.agentRSS, cpuSelf: m.agentCPU, decant: append([]string{"run"}, args...)}
-	return r, end(b.waitConfirmed(ctx, pipeline, mk))
+	return r, end(b.waitConfirmed(ctx, pipeline, mk, true))
 }
 
 // timeNative sets the subscription's streaming option, enables it and
@@ -366,7 +386,7 @@ func (b *bench) timeNative(ctx context.Context, m *meter, mk marker, streaming b
 	if err := m.stop(0); err != nil {
 		return result{}, err
 	}
-	if err := b.waitConfirmed(ctx, "native", mk); err != nil {
+	if err := b.waitConfirmed(ctx, "native", mk, true); err != nil {
 		return result{}, err
 	}
 	if _, err := p.conn.Exec(ctx, `ALTER SUBSCRIPTION native DISABLE`); err != nil {
@@ -407,7 +427,7 @@ func (b *bench) timeDrain(ctx context.Context, m *meter, slot string, mk marker)
 	}
 	// It has exited: a short wait for what the walsender made of its last
 	// status update, then the next case starts wherever it is.
-	return r, b.waitConfirmed(ctx, slot, mk)
+	return r, b.waitConfirmed(ctx, slot, mk, false)
 }
 
 // drain is pg_recvlogical decoding slot up to end into /dev/null.
