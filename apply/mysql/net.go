@@ -40,6 +40,37 @@ func (t *Target) sendNet(ctx context.Context) error {
 	if err := t.endRun(ctx); err != nil {
 		return err
 	}
+	for _, nt := range t.net.Tables() {
+		if err := t.sendNetTable(ctx, nt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sendNetOf writes the part of the window of p's target table (under p,
+// or another relation of the same table), before a change of p that the
+// window did not take (mapping.NetMode: nothing between tables needs the
+// rest first).
+func (t *Target) sendNetOf(ctx context.Context, p *plan) error {
+	nt := t.net.TableOf(p.Target)
+	if nt == nil {
+		return nil
+	}
+	if err := t.endRun(ctx); err != nil {
+		return err
+	}
+	if err := t.sendNetTable(ctx, nt); err != nil {
+		t.net.Reset()
+		return err
+	}
+	t.net.Sent(nt)
+	return nil
+}
+
+// sendNetTable queues one table's part of the window as set-based
+// statements, sending the batch whenever it is full.
+func (t *Target) sendNetTable(ctx context.Context, nt *apply.NetTable[*plan]) error {
 	limit := netLimit{rows: runRows, bytes: t.byteLimit() / 2}
 	var sent error // what sending the batch returned (flush: already as it should be)
 	emit := func(s stmt) error {
@@ -47,17 +78,13 @@ func (t *Target) sendNet(ctx context.Context) error {
 		sent = t.maybeFlush(ctx)
 		return sent
 	}
-	for _, nt := range t.net.Tables() {
-		if err := nt.Plan.netStmts(nt.Rows, limit, emit); err != nil {
-			if err != sent {
-				// A value the column cannot hold, of the key's last
-				// change or of an earlier one merged into it.
-				err = t.replay.Fail(err)
-			}
-			return err
-		}
+	err := nt.Plan.netStmts(nt.Rows, limit, emit)
+	if err != nil && err != sent {
+		// A value the column cannot hold, of the key's last change or of
+		// an earlier one merged into it.
+		err = t.replay.Fail(err)
 	}
-	return nil
+	return err
 }
 
 // netLimit bounds one set-based statement.

@@ -307,7 +307,14 @@ func (t *Target) change(ctx context.Context, txn *source.Txn, c *source.Change, 
 		}
 		return nil
 	}
-	if err := t.sendNet(ctx); err != nil {
+	// A table with triggers sees everything before its change; any other
+	// only its own earlier changes.
+	if p.Net == mapping.NetPlain {
+		err = t.sendNet(ctx)
+	} else {
+		err = t.sendNetOf(ctx, p)
+	}
+	if err != nil {
 		return err
 	}
 	switch c.Op {
