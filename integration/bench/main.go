@@ -3,7 +3,7 @@
 // own subscription and to pg_recvlogical (the rate at which the source can
 // decode at all), on the same machine in the same run, and into MariaDB.
 //
-//	go run ./integration/bench [-rows 1000000] [-large-rows 2000000] [-copy-rows 1000000] [-only insert,pgbench,copy]
+//	go run ./integration/bench [-rows 1000000] [-large-rows 2000000] [-copy-rows 1000000] [-only insert,pgbench,copy] [-cpuprofile DIR]
 //	(or: make bench)
 //
 // Each case loads its workload on the source while nothing consumes (so a
@@ -41,6 +41,7 @@ func main() {
 	largeRows := flag.Int("large-rows", 2000000, "rows inserted by the large case, all in one transaction")
 	copyRows := flag.Int("copy-rows", 1000000, "rows of the copy case's largest table")
 	only := flag.String("only", defaultCases, "comma list of the cases to run")
+	flag.StringVar(&profileDir, "cpuprofile", "", "directory for a CPU profile of every decant run (CASE-PIPELINE.pprof, from decant run --cpuprofile; the profiler costs the agent a little CPU)")
 	flag.Parse()
 	picked, err := selectCases(cases(*rows, *largeRows, *copyRows), *only)
 	if err == nil && (*rows < 4000 || *largeRows < 1) {
@@ -71,12 +72,18 @@ type result struct {
 }
 
 // bench is the servers and the decant binary every case uses.
+// profileDir is where decant runs write CPU profiles (-cpuprofile); "":
+// none.
+var profileDir string
+
 type bench struct {
-	bin    string
-	src    *harness.Postgres
-	tgt    *harness.Postgres
-	my     *harness.MariaDB
-	srcDSN string
+	bin string
+	// caseKey is the key of the case being timed, for profile names.
+	caseKey string
+	src     *harness.Postgres
+	tgt     *harness.Postgres
+	my      *harness.MariaDB
+	srcDSN  string
 }
 
 func run(ctx context.Context, picked []benchCase) error {
@@ -438,6 +445,7 @@ func (b *bench) runCase(ctx context.Context, c benchCase, markerID int) ([]resul
 	// A consumer that fails is reported with the others' figures: while a
 	// feature is being built, the rest of the case still says something.
 	var results []result
+	b.caseKey = c.key
 	for _, k := range b.consumers(c, mk) {
 		r, err := b.timeCPU(ctx, k)
 		r.consumer, r.err = k.name, err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -311,7 +312,11 @@ func (b *bench) waitConfirmed(ctx context.Context, slot string, mk marker, live 
 // confirm the marker to the source and stops it.
 func (b *bench) timeDecant(ctx context.Context, m *meter, p poller, mk marker, target, pipeline string, args []string) (result, error) {
 	defer p.close()
-	cmd := b.decant(ctx, target, pipeline, append([]string{"run"}, args...)...)
+	run := append([]string{"run"}, args...)
+	if profileDir != "" {
+		run = append(run, "--cpuprofile", filepath.Join(profileDir, b.caseKey+"-"+pipeline+".pprof"))
+	}
+	cmd := b.decant(ctx, target, pipeline, run...)
 	var out bytes.Buffer // read only once the process has been waited for
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := m.begin(); err != nil {
