@@ -25,6 +25,7 @@ type batch struct {
 	begin bool // the batch opens the target transaction
 	stmts []stmt
 	bytes int
+	named []driver.NamedValue // the arguments of the last round trip, for reuse
 }
 
 func (b *batch) add(sql string, args []any, info apply.Origin) {
@@ -76,12 +77,14 @@ func (t *Target) flush(ctx context.Context) error {
 		prefix = append(prefix, savepoint)
 	}
 	parts := append(prefix, make([]string, 0, len(b.stmts))...)
-	var args []any
+	named := b.named[:0]
 	for _, s := range b.stmts {
 		parts = append(parts, s.sql)
-		args = append(args, s.args...)
+		named = appendNamed(named, s.args)
 	}
-	res, err := t.exec(ctx, strings.Join(parts, ";\n"), args)
+	b.named = named
+	defer clear(named) // drop the references to the values
+	res, err := t.execNamed(ctx, strings.Join(parts, ";\n"), named)
 	if err != nil {
 		if apply.Transient(err) || !t.inTx {
 			return t.batchError(err)
@@ -173,10 +176,20 @@ func rowCountError(info apply.Origin, got int64) error {
 // exec runs a query on the raw driver connection, whose result reports
 // the rows affected by each statement of a multi-statement query.
 func (t *Target) exec(ctx context.Context, query string, args []any) (mysql.Result, error) {
-	named := make([]driver.NamedValue, len(args))
-	for i, a := range args {
-		named[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+	return t.execNamed(ctx, query, appendNamed(nil, args))
+}
+
+// appendNamed appends args to named as the driver's numbered arguments,
+// following those already there.
+func appendNamed(named []driver.NamedValue, args []any) []driver.NamedValue {
+	for _, a := range args {
+		named = append(named, driver.NamedValue{Ordinal: len(named) + 1, Value: a})
 	}
+	return named
+}
+
+// execNamed is exec with the arguments already numbered.
+func (t *Target) execNamed(ctx context.Context, query string, named []driver.NamedValue) (mysql.Result, error) {
 	var res mysql.Result
 	err := t.bound().Do(ctx, "a batch of statements", func(ctx context.Context) error {
 		return t.conn.Raw(func(dc any) error {
