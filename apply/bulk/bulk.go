@@ -41,7 +41,7 @@ import (
 	"github.com/decant/decant/apply/mysql"
 	"github.com/decant/decant/mapping"
 	"github.com/decant/decant/source"
-	"github.com/decant/decant/source/pgoutput"
+	"github.com/decant/decant/source/pgsession"
 )
 
 // Config is one copy job.
@@ -80,7 +80,7 @@ const DefaultSplitBytes = 64 << 20
 
 // Validate checks the config without connecting anywhere.
 func (c Config) Validate() error {
-	if _, err := pgoutput.ParseDSN(c.Source); err != nil {
+	if _, err := pgsession.ParseDSN(c.Source); err != nil {
 		return fmt.Errorf("copy source: %w", err)
 	}
 	if c.Snapshot == "" {
@@ -113,7 +113,7 @@ func checkTargetDSN(dsn string) error {
 	if mysql.IsDSN(dsn) {
 		_, err = mysql.ParseDSN(dsn)
 	} else {
-		_, err = pgoutput.ParseDSN(dsn)
+		_, err = pgsession.ParseDSN(dsn)
 	}
 	if err != nil {
 		return fmt.Errorf("copy target: %w", err)

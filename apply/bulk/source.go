@@ -14,13 +14,13 @@ import (
 
 	"github.com/decant/decant/mapping"
 	"github.com/decant/decant/source"
-	"github.com/decant/decant/source/pgoutput"
+	"github.com/decant/decant/source/pgsession"
 )
 
 // srcSession is a source session inside a read-only repeatable-read
 // transaction that imported the exported snapshot: every query sees the
 // database as of AsOf. Values print in decant's canonical text form (the
-// pgoutput session settings), the form the streaming path receives.
+// pgsession settings), the form the streaming path receives.
 type srcSession struct {
 	conn    *pgx.Conn
 	version int // server_version_num
@@ -28,7 +28,7 @@ type srcSession struct {
 
 // openSource connects and imports the snapshot.
 func openSource(ctx context.Context, dsn, snapshot string) (*srcSession, error) {
-	conn, err := pgoutput.Connect(ctx, dsn)
+	conn, err := pgsession.Connect(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
