@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/decant/decant/apply/mysql"
+	"github.com/decant/decant/apply/pg"
 	"github.com/decant/decant/mapping"
 	"github.com/decant/decant/source"
 	"github.com/decant/decant/source/pgsession"
@@ -191,7 +192,9 @@ func Copy(ctx context.Context, cfg Config) (Result, error) {
 	c.log = c.cfg.Logger
 	res, err := c.run(ctx)
 	res.Elapsed = time.Since(start)
-	return res, err
+	// The sessions' server errors that no statement described say
+	// whether the caller may retry, as the writers' do.
+	return res, pg.Classify(err)
 }
 
 // Pending reports the pipeline's copy on the target: its AsOf (0 when the

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/decant/decant/apply/pg"
 	"github.com/decant/decant/mapping"
 	"github.com/decant/decant/source"
 	"github.com/decant/decant/source/pgsession"
@@ -46,7 +47,7 @@ func (s *srcSession) importSnapshot(ctx context.Context, snapshot string) error 
 	}
 	_, err := s.conn.Exec(ctx, "SET TRANSACTION SNAPSHOT '"+strings.ReplaceAll(snapshot, "'", "''")+"'")
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "22023" {
+	if errors.As(err, &pgErr) && pgErr.Code == pg.InvalidParameterValue {
 		return fmt.Errorf("import snapshot %s: %w (%s); the copy cannot go on as of this position: start it again from a new slot and snapshot on emptied target tables",
 			snapshot, ErrSnapshotGone, pgErr.Message)
 	}
@@ -82,7 +83,7 @@ func (s *srcSession) lock(ctx context.Context, tables []source.TableName, log *s
 	}
 	_, err := s.conn.Exec(ctx, "LOCK TABLE "+strings.Join(names, ", ")+" IN ACCESS SHARE MODE")
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "53200" { // out_of_shared_memory: max_locks_per_transaction
+	if errors.As(err, &pgErr) && pgErr.Code == pg.OutOfSharedMemory {
 		log.Warn("could not lock every source table for the copy; a concurrent table rewrite could go unnoticed",
 			"tables", len(tables), "error", pgErr.Message)
 		_, err = s.conn.Exec(ctx, "ROLLBACK TO SAVEPOINT decant_lock")
