@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/decant/decant/source"
+	"github.com/decant/decant/source/pgsession"
 )
 
 // Error is a failure to apply one change. It names where it happened and
@@ -47,10 +48,12 @@ var ErrNoOldRow = errors.New("the source sent no old values to find the row by; 
 type Retryable interface{ Retryable() bool }
 
 // Transient reports whether err is worth a reconnect and a resume from the
-// checkpoint: lost connections, server restarts, serialization failures,
-// deadlocks, a slot still held by a dying session. Everything else (bad data,
-// missing tables, constraint violations, malformed streams) is permanent: a
-// retry would fail the same way.
+// checkpoint: lost connections, server restarts, a slot still held by a
+// dying session, and what a dialect's writer marks Retryable (serialization
+// failures, deadlocks: apply/pg and apply/mysql classify their servers'
+// errors). Everything else (bad data, missing tables, constraint
+// violations, malformed streams) is permanent: a retry would fail the same
+// way.
 func Transient(err error) bool {
 	if err == nil {
 		return false
@@ -59,17 +62,12 @@ func Transient(err error) bool {
 	if errors.As(err, &r) {
 		return r.Retryable()
 	}
+	// A server error that its dialect's writer has not classified (a
+	// source reader's, a target's outside a statement) is worth a retry
+	// when it says the session ended for a passing reason.
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		switch pgErr.Code[:2] {
-		case "08", "53", "57": // connection exception, insufficient resources, operator intervention
-			return pgErr.Code != "57014" // query_canceled: only we cancel, when stopping
-		}
-		switch pgErr.Code {
-		case "40001", "40P01", "55P03", "55006": // serialization, deadlock, lock timeout, object (slot) in use
-			return true
-		}
-		return false
+		return pgsession.Transient(pgErr.Code)
 	}
 	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
 		return true
@@ -99,10 +97,9 @@ func Transient(err error) bool {
 // object_in_use), the reader found the slot active, or another session
 // moved slot and checkpoint while this one started.
 func slotBusy(err error) bool {
-	var pgErr *pgconn.PgError
 	var busy *source.SlotBusyError
 	var moved *slotMovedError
-	return (errors.As(err, &pgErr) && pgErr.Code == "55006") || errors.As(err, &busy) || errors.As(err, &moved)
+	return pgsession.Code(err) == pgsession.ObjectInUse || errors.As(err, &busy) || errors.As(err, &moved)
 }
 
 // Origin says which source change a target statement came from, so that

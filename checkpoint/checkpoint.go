@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/decant/decant/source"
 )
@@ -187,8 +186,7 @@ func PGRead(ctx context.Context, conn *pgx.Conn, pipeline string) (Row, error) {
 		Scan(&r.Pipeline, &r.SystemID, &r.Commit, &r.End, &xid, &csn, &commitTime, &r.AppliedTime, &hold)
 	// PostgreSQL targets apply DDL inside the transaction and never write a
 	// partial position.
-	var pgErr *pgconn.PgError
-	if errors.Is(err, pgx.ErrNoRows) || (errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000")) {
+	if errors.Is(err, pgx.ErrNoRows) || isMissingPG(err) {
 		return Row{}, fmt.Errorf("%w for pipeline %s on the target; run decant init first", ErrNotFound, pipeline)
 	}
 	if err != nil {
@@ -214,8 +212,7 @@ func PGRead(ctx context.Context, conn *pgx.Conn, pipeline string) (Row, error) {
 // PGDelete removes the pipeline's row; it reports whether there was one.
 func PGDelete(ctx context.Context, conn *pgx.Conn, pipeline string) (bool, error) {
 	tag, err := conn.Exec(ctx, `DELETE FROM decant.checkpoint WHERE pipeline = $1`, pipeline)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000") {
+	if isMissingPG(err) {
 		return false, nil
 	}
 	if err != nil {

@@ -8,9 +8,9 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/decant/decant/source"
+	"github.com/decant/decant/source/pgsession"
 )
 
 // Beside the checkpoint, a target keeps the source definition of every
@@ -94,8 +94,7 @@ func decodeDef(data []byte) (*source.TableDef, error) {
 // empty map when there is no store.
 func PGSchemaLoad(ctx context.Context, conn *pgx.Conn, pipeline string) (map[uint32]*source.TableDef, error) {
 	rows, err := conn.Query(ctx, `SELECT definition::text FROM decant.schema WHERE pipeline = $1`, pipeline)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000") {
+	if isMissingPG(err) {
 		return map[uint32]*source.TableDef{}, nil
 	}
 	if err != nil {
@@ -103,8 +102,7 @@ func PGSchemaLoad(ctx context.Context, conn *pgx.Conn, pipeline string) (map[uin
 	}
 	texts, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000") {
+		if isMissingPG(err) {
 			return map[uint32]*source.TableDef{}, nil
 		}
 		return nil, fmt.Errorf("read stored table definitions: %w", err)
@@ -152,4 +150,13 @@ func defsByOID(texts []string) (map[uint32]*source.TableDef, error) {
 func isMissingTable(err error) bool {
 	var myErr *mysql.MySQLError
 	return errors.As(err, &myErr) && myErr.Number == 1146
+}
+
+// isMissingPG reports whether err says decant's table or schema does not
+// exist on a PostgreSQL target (42P01 undefined_table, 3F000
+// invalid_schema_name): nothing was stored yet. The check apply/pg.Missing
+// makes, kept here because checkpoint sits below apply.
+func isMissingPG(err error) bool {
+	code := pgsession.Code(err)
+	return code == "42P01" || code == "3F000"
 }

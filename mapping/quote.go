@@ -4,14 +4,16 @@ import (
 	"strings"
 
 	"github.com/decant/decant/source"
+	"github.com/decant/decant/source/pgsession"
 )
 
-// QuotePG quotes a PostgreSQL identifier: double quotes, inner ones
-// doubled. The one quoting function for PostgreSQL names.
-func QuotePG(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+// QuotePG quotes a PostgreSQL identifier: it is pgsession.QuoteIdent,
+// the one implementation of the rule, named here beside QuoteMySQL for
+// the SQL builders of both dialects.
+func QuotePG(s string) string { return pgsession.QuoteIdent(s) }
 
-// QuotePGTable quotes schema.table.
-func QuotePGTable(t source.TableName) string { return QuotePG(t.Schema) + "." + QuotePG(t.Name) }
+// QuotePGTable quotes schema.table (pgsession.QuoteTable).
+func QuotePGTable(t source.TableName) string { return pgsession.QuoteTable(t) }
 
 // QuoteMySQL quotes a MySQL identifier: backticks, inner ones doubled.
 // The one quoting function for MySQL names.

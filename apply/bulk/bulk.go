@@ -39,9 +39,10 @@ import (
 	"time"
 
 	"github.com/decant/decant/apply/mysql"
+	"github.com/decant/decant/apply/pg"
 	"github.com/decant/decant/mapping"
 	"github.com/decant/decant/source"
-	"github.com/decant/decant/source/pgoutput"
+	"github.com/decant/decant/source/pgsession"
 )
 
 // Config is one copy job.
@@ -80,7 +81,7 @@ const DefaultSplitBytes = 64 << 20
 
 // Validate checks the config without connecting anywhere.
 func (c Config) Validate() error {
-	if _, err := pgoutput.ParseDSN(c.Source); err != nil {
+	if _, err := pgsession.ParseDSN(c.Source); err != nil {
 		return fmt.Errorf("copy source: %w", err)
 	}
 	if c.Snapshot == "" {
@@ -113,7 +114,7 @@ func checkTargetDSN(dsn string) error {
 	if mysql.IsDSN(dsn) {
 		_, err = mysql.ParseDSN(dsn)
 	} else {
-		_, err = pgoutput.ParseDSN(dsn)
+		_, err = pgsession.ParseDSN(dsn)
 	}
 	if err != nil {
 		return fmt.Errorf("copy target: %w", err)
@@ -191,7 +192,9 @@ func Copy(ctx context.Context, cfg Config) (Result, error) {
 	c.log = c.cfg.Logger
 	res, err := c.run(ctx)
 	res.Elapsed = time.Since(start)
-	return res, err
+	// The sessions' server errors that no statement described say
+	// whether the caller may retry, as the writers' do.
+	return res, pg.Classify(err)
 }
 
 // Pending reports the pipeline's copy on the target: its AsOf (0 when the

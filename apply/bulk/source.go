@@ -12,15 +12,16 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/decant/decant/apply/pg"
 	"github.com/decant/decant/mapping"
 	"github.com/decant/decant/source"
-	"github.com/decant/decant/source/pgoutput"
+	"github.com/decant/decant/source/pgsession"
 )
 
 // srcSession is a source session inside a read-only repeatable-read
 // transaction that imported the exported snapshot: every query sees the
 // database as of AsOf. Values print in decant's canonical text form (the
-// pgoutput session settings), the form the streaming path receives.
+// pgsession settings), the form the streaming path receives.
 type srcSession struct {
 	conn    *pgx.Conn
 	version int // server_version_num
@@ -28,7 +29,7 @@ type srcSession struct {
 
 // openSource connects and imports the snapshot.
 func openSource(ctx context.Context, dsn, snapshot string) (*srcSession, error) {
-	conn, err := pgoutput.Connect(ctx, dsn)
+	conn, err := pgsession.Connect(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +47,7 @@ func (s *srcSession) importSnapshot(ctx context.Context, snapshot string) error 
 	}
 	_, err := s.conn.Exec(ctx, "SET TRANSACTION SNAPSHOT '"+strings.ReplaceAll(snapshot, "'", "''")+"'")
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "22023" {
+	if errors.As(err, &pgErr) && pgErr.Code == pg.InvalidParameterValue {
 		return fmt.Errorf("import snapshot %s: %w (%s); the copy cannot go on as of this position: start it again from a new slot and snapshot on emptied target tables",
 			snapshot, ErrSnapshotGone, pgErr.Message)
 	}
@@ -82,7 +83,7 @@ func (s *srcSession) lock(ctx context.Context, tables []source.TableName, log *s
 	}
 	_, err := s.conn.Exec(ctx, "LOCK TABLE "+strings.Join(names, ", ")+" IN ACCESS SHARE MODE")
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "53200" { // out_of_shared_memory: max_locks_per_transaction
+	if errors.As(err, &pgErr) && pgErr.Code == pg.OutOfSharedMemory {
 		log.Warn("could not lock every source table for the copy; a concurrent table rewrite could go unnoticed",
 			"tables", len(tables), "error", pgErr.Message)
 		_, err = s.conn.Exec(ctx, "ROLLBACK TO SAVEPOINT decant_lock")

@@ -9,7 +9,6 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/decant/decant/apply/mysql"
 	"github.com/decant/decant/apply/pg"
@@ -126,12 +125,6 @@ func (t *targetState) ensure(ctx context.Context) error {
 	return nil
 }
 
-// missingPG reports an undefined table or schema.
-func missingPG(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000")
-}
-
 // missingMySQL reports "table doesn't exist".
 func missingMySQL(err error) bool {
 	var myErr *gomysql.MySQLError
@@ -184,7 +177,7 @@ func (t *targetState) loadState(ctx context.Context, pipeline string) ([]task, e
 		rows.Close()
 		err = rows.Err()
 	}
-	if missingPG(err) {
+	if pg.Missing(err) {
 		return nil, nil
 	}
 	if err != nil {
@@ -243,7 +236,7 @@ func (t *targetState) forget(ctx context.Context, pipeline string) error {
 		err = mysql.Describe(err)
 	} else {
 		_, err = t.pg.Exec(ctx, pgStateForget, pipeline)
-		if missingPG(err) {
+		if pg.Missing(err) {
 			return nil
 		}
 		err = pg.Describe(err)

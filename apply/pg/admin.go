@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/decant/decant/checkpoint"
 	"github.com/decant/decant/mapping"
@@ -228,8 +227,7 @@ func (a *Admin) RecordSchema(ctx context.Context, defs []*source.TableDef) error
 // ForgetSchema removes the pipeline's stored definitions (drop).
 func (a *Admin) ForgetSchema(ctx context.Context) error {
 	_, err := a.conn.Exec(ctx, `DELETE FROM decant.schema WHERE pipeline = $1`, a.cfg.Pipeline)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000") {
+	if Missing(err) {
 		return nil
 	}
 	return err

@@ -1,10 +1,7 @@
 package pg
 
 import (
-	"errors"
 	"fmt"
-	"regexp"
-	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -109,34 +106,3 @@ func (r *insertRun) reset() {
 	r.first = r.first[:0]
 	r.buf = r.buf[:0]
 }
-
-// quoted matches the double-quoted parts of a server message.
-var quoted = regexp.MustCompile(`"[^"]*"`)
-
-// describe turns a target error into one line without row values. The
-// server's message stays (it names columns, constraints and types), except
-// that data exceptions (SQLSTATE class 22) quote the offending value, which
-// is replaced. DETAIL is dropped: it often repeats the row ("Key (id)=(5)",
-// "Failing row contains (...)").
-func describe(err error) error {
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		return err
-	}
-	msg := pgErr.Message
-	if strings.HasPrefix(pgErr.Code, "22") {
-		msg = quoted.ReplaceAllString(msg, `"…"`)
-	}
-	return &targetError{msg: msg, code: pgErr.Code, err: err}
-}
-
-// targetError keeps the server error for classification (errors.As finds
-// the *pgconn.PgError) while printing only the safe part.
-type targetError struct {
-	msg  string
-	code string
-	err  error
-}
-
-func (e *targetError) Error() string { return fmt.Sprintf("%s (SQLSTATE %s)", e.msg, e.code) }
-func (e *targetError) Unwrap() error { return e.err }

@@ -4,16 +4,11 @@ import (
 	"context"
 	"errors"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/decant/decant/apply"
 	"github.com/decant/decant/mapping"
 	"github.com/decant/decant/source"
+	"github.com/decant/decant/source/pgsession"
 )
-
-// undefinedColumn is SQLSTATE 42703: a statement names a column the table
-// does not have.
-const undefinedColumn = "42703"
 
 // lacksColumns explains a row statement that failed with undefined_column.
 // decant compiles a table's statements once, from the target's catalog, so
@@ -25,9 +20,8 @@ const undefinedColumn = "42703"
 // and the fix. Any other error, or one the catalog does not confirm, is
 // returned as it is.
 func (t *Target) lacksColumns(ctx context.Context, err error) error {
-	var pgErr *pgconn.PgError
 	var ae *apply.Error
-	if !errors.As(err, &pgErr) || pgErr.Code != undefinedColumn || !errors.As(err, &ae) {
+	if pgsession.Code(err) != undefinedColumn || !errors.As(err, &ae) {
 		return err
 	}
 	if ae.Op != "insert" && ae.Op != "update" && ae.Op != "delete" {

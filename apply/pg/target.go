@@ -20,7 +20,7 @@ import (
 	"github.com/decant/decant/checkpoint"
 	"github.com/decant/decant/mapping"
 	"github.com/decant/decant/source"
-	"github.com/decant/decant/source/pgoutput"
+	"github.com/decant/decant/source/pgsession"
 )
 
 // Config configures a Target.
@@ -86,7 +86,7 @@ var _ apply.Target = (*Target)(nil)
 
 // New returns a Target; Open connects.
 func New(cfg Config) (*Target, error) {
-	if _, err := pgoutput.ParseDSN(cfg.DSN); err != nil {
+	if _, err := pgsession.ParseDSN(cfg.DSN); err != nil {
 		return nil, fmt.Errorf("target: %w", err)
 	}
 	log := cfg.Logger
@@ -101,7 +101,7 @@ func New(cfg Config) (*Target, error) {
 
 // Connect opens a target session with decant's settings.
 func Connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
-	return pgoutput.ConnectAs(ctx, "target", dsn)
+	return pgsession.ConnectAs(ctx, "target", dsn)
 }
 
 // Open connects if needed and reads the checkpoint.

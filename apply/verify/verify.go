@@ -45,7 +45,7 @@ import (
 	"github.com/decant/decant/apply/pg"
 	"github.com/decant/decant/mapping"
 	"github.com/decant/decant/source"
-	"github.com/decant/decant/source/pgoutput"
+	"github.com/decant/decant/source/pgsession"
 )
 
 // Config says what to compare.
@@ -272,7 +272,7 @@ type worker struct {
 
 func (w *worker) source(ctx context.Context) (*pgx.Conn, error) {
 	if w.src == nil {
-		c, err := pgoutput.Connect(ctx, w.cfg.Source)
+		c, err := pgsession.Connect(ctx, w.cfg.Source)
 		if err != nil {
 			return nil, err
 		}

@@ -20,7 +20,7 @@ import (
 	"github.com/decant/decant/mapping"
 	"github.com/decant/decant/source"
 	"github.com/decant/decant/source/gauss"
-	"github.com/decant/decant/source/pgoutput"
+	"github.com/decant/decant/source/pgsession"
 )
 
 // config holds the settings every command shares. Flags beat environment
@@ -279,7 +279,7 @@ func (c *config) validate() error {
 	}
 	switch c.sourceKind() {
 	case "postgres":
-		if _, err := pgoutput.ParseDSN(c.Source); err != nil {
+		if _, err := pgsession.ParseDSN(c.Source); err != nil {
 			return usagef("--source: %v", err)
 		}
 		if len(c.SourceOptions) > 0 {
@@ -296,7 +296,7 @@ func (c *config) validate() error {
 		if _, err := mysql.ParseDSN(c.Target); err != nil {
 			return usagef("--target: %v", err)
 		}
-	} else if _, err := pgoutput.ParseDSN(c.Target); err != nil {
+	} else if _, err := pgsession.ParseDSN(c.Target); err != nil {
 		return usagef("--target: %v", err)
 	}
 	var err error
@@ -442,7 +442,7 @@ func (c *config) gaussSource() bool { k := c.sourceKind(); return k == "gaussdb"
 // connectBoth opens an SQL session on the source and an admin session on
 // the target.
 func connectBoth(ctx context.Context, c config) (*pgx.Conn, targetAdmin, error) {
-	src, err := pgoutput.Connect(ctx, c.Source)
+	src, err := pgsession.Connect(ctx, c.Source)
 	if err != nil {
 		return nil, nil, err
 	}

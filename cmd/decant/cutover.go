@@ -18,6 +18,7 @@ import (
 	"github.com/decant/decant/mapping"
 	"github.com/decant/decant/source"
 	"github.com/decant/decant/source/pgoutput"
+	"github.com/decant/decant/source/pgsession"
 )
 
 func cutoverCmd() *cobra.Command {
@@ -134,7 +135,7 @@ func (r *cutoverReport) print(w io.Writer) {
 // cutover runs the steps, stopping at the first that fails.
 func cutover(ctx context.Context, c config, verify bool) *cutoverReport {
 	r := &cutoverReport{Pipeline: c.Pipeline}
-	src, err := pgoutput.Connect(ctx, c.Source)
+	src, err := pgsession.Connect(ctx, c.Source)
 	if err != nil {
 		r.step("connect", func() (string, []string, error) { return "", nil, err })
 		return r

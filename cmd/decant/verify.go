@@ -19,6 +19,7 @@ import (
 	"github.com/decant/decant/apply/verify"
 	"github.com/decant/decant/checkpoint"
 	"github.com/decant/decant/source/pgoutput"
+	"github.com/decant/decant/source/pgsession"
 )
 
 // verifyOptions are verify's own flags.
@@ -122,7 +123,7 @@ func runVerify(ctx context.Context, c config) (string, []string, error) {
 
 // verifyPipeline compares the selected tables.
 func verifyPipeline(ctx context.Context, c config, o verifyOptions, log *slog.Logger) (*verify.Report, error) {
-	src, err := pgoutput.Connect(ctx, c.Source)
+	src, err := pgsession.Connect(ctx, c.Source)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/decant/decant/source"
+	"github.com/decant/decant/source/pgsession"
 )
 
 // SlotState is what init, status and drop need to know about a slot.
@@ -40,7 +41,7 @@ func OpenAdmin(ctx context.Context, dsn string) (*Admin, error) {
 }
 
 // Close ends the session.
-func (a *Admin) Close(ctx context.Context) { closeConn(ctx, a.conn) }
+func (a *Admin) Close(ctx context.Context) { pgsession.Close(ctx, a.conn) }
 
 // Slot reads the slot and the source's identity.
 func (a *Admin) Slot(ctx context.Context, slot string) (SlotState, error) {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/decant/decant/source"
+	"github.com/decant/decant/source/pgsession"
 )
 
 // Table definitions from the GaussDB/openGauss catalog, for --create-tables
@@ -67,7 +68,7 @@ func DescribeTables(ctx context.Context, dsn string, filter source.TableFilter, 
 	if err != nil {
 		return nil, err
 	}
-	defer closeConn(ctx, conn)
+	defer pgsession.Close(ctx, conn)
 
 	rows, err := queryRows(ctx, conn, tablesQuery, 4)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/decant/decant/source"
+	"github.com/decant/decant/source/pgsession"
 )
 
 // Config configures a Reader.
@@ -94,7 +95,7 @@ func (r *Reader) Identify(ctx context.Context) (srv source.Server, err error) {
 		if err != nil {
 			return err
 		}
-		defer closeConn(ctx, conn)
+		defer pgsession.Close(ctx, conn)
 		srv, err = identify(ctx, conn)
 		return err
 	})
@@ -198,7 +199,7 @@ func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<
 	if err != nil {
 		return err
 	}
-	defer closeConn(ctx, conn)
+	defer pgsession.Close(ctx, conn)
 	srv, err := identify(ctx, conn)
 	if err != nil {
 		return err
@@ -229,7 +230,7 @@ func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<
 // options once streaming started); the caller meets the latter as the
 // first message of the stream.
 func startReplication(ctx context.Context, conn *pgconn.PgConn, slot string, start source.LSN, args string) error {
-	sql := fmt.Sprintf("START_REPLICATION SLOT %s LOGICAL %s", quoteIdent(slot), start)
+	sql := fmt.Sprintf("START_REPLICATION SLOT %s LOGICAL %s", pgsession.QuoteIdent(slot), start)
 	if args != "" {
 		sql += " " + args
 	}
@@ -283,13 +284,5 @@ func queryRow(ctx context.Context, conn *pgconn.PgConn, sql string) ([]string, e
 	}
 	return row, nil
 }
-
-func closeConn(ctx context.Context, conn *pgconn.PgConn) {
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
-	defer cancel()
-	conn.Close(cctx)
-}
-
-func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

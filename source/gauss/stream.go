@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/decant/decant/source"
+	"github.com/decant/decant/source/pgsession"
 )
 
 const chunkChanges = 512
@@ -49,7 +50,7 @@ func newStream(r *Reader, conn *pgconn.PgConn, req source.StreamRequest, out cha
 func (s *stream) close(ctx context.Context) {
 	s.spool.Reset()
 	if s.sql != nil {
-		closeConn(ctx, s.sql)
+		pgsession.Close(ctx, s.sql)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/decant/decant/source"
+	"github.com/decant/decant/source/pgsession"
 )
 
 // Table is a source table selected for replication.
@@ -51,7 +52,7 @@ func CheckServer(ctx context.Context, conn *pgx.Conn, slot string) error {
 		return setupf("source wal_level is %q; set wal_level = logical in postgresql.conf and restart the source server", walLevel)
 	}
 	if !canReplicate {
-		return setupf("source user %q lacks the REPLICATION attribute; run ALTER ROLE %s REPLICATION on the source", user, quoteIdent(user))
+		return setupf("source user %q lacks the REPLICATION attribute; run ALTER ROLE %s REPLICATION on the source", user, pgsession.QuoteIdent(user))
 	}
 	if !slotExists && usedSlots >= maxSlots {
 		return setupf("no free replication slot on the source (%d of max_replication_slots = %d in use); raise max_replication_slots or drop an unused slot", usedSlots, maxSlots)
@@ -101,7 +102,7 @@ func EnsurePublication(ctx context.Context, conn *pgx.Conn, name string, tables 
 	}
 	list := make([]string, len(tables))
 	for i, t := range tables {
-		list[i] = pgx.Identifier{t.Schema, t.Name}.Sanitize()
+		list[i] = pgsession.QuoteTable(t)
 	}
 	current, exists, err := publicationTables(ctx, conn, name)
 	if err != nil {
@@ -109,7 +110,7 @@ func EnsurePublication(ctx context.Context, conn *pgx.Conn, name string, tables 
 	}
 	if !exists {
 		_, err := conn.Exec(ctx, fmt.Sprintf("CREATE PUBLICATION %s FOR TABLE %s WITH (publish_via_partition_root = true)",
-			quoteIdent(name), strings.Join(list, ", ")))
+			pgsession.QuoteIdent(name), strings.Join(list, ", ")))
 		if err != nil {
 			return nil, nil, fmt.Errorf("create publication %s: %w", name, err)
 		}
@@ -128,7 +129,7 @@ func EnsurePublication(ctx context.Context, conn *pgx.Conn, name string, tables 
 	if len(added)+len(removed) == 0 {
 		return nil, nil, nil
 	}
-	_, err = conn.Exec(ctx, fmt.Sprintf("ALTER PUBLICATION %s SET TABLE %s", quoteIdent(name), strings.Join(list, ", ")))
+	_, err = conn.Exec(ctx, fmt.Sprintf("ALTER PUBLICATION %s SET TABLE %s", pgsession.QuoteIdent(name), strings.Join(list, ", ")))
 	if err != nil {
 		return nil, nil, fmt.Errorf("alter publication %s: %w", name, err)
 	}
@@ -270,7 +271,7 @@ func DropPublication(ctx context.Context, conn *pgx.Conn, name string) (bool, er
 	if err != nil || !exists {
 		return false, err
 	}
-	if _, err := conn.Exec(ctx, "DROP PUBLICATION "+quoteIdent(name)); err != nil {
+	if _, err := conn.Exec(ctx, "DROP PUBLICATION "+pgsession.QuoteIdent(name)); err != nil {
 		return false, fmt.Errorf("drop publication %s: %w", name, err)
 	}
 	return true, nil

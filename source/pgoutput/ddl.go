@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/decant/decant/source"
+	"github.com/decant/decant/source/pgsession"
 )
 
 // DDL capture. pgoutput streams rows, never schema changes: a table's new
@@ -152,7 +153,7 @@ func RemoveDDLCapture(ctx context.Context, conn *pgx.Conn, pipeline string) (boo
 			return err
 		}
 		for _, name := range names.triggers() {
-			if _, err := tx.Exec(ctx, "DROP EVENT TRIGGER IF EXISTS "+quoteIdent(name)); err != nil {
+			if _, err := tx.Exec(ctx, "DROP EVENT TRIGGER IF EXISTS "+pgsession.QuoteIdent(name)); err != nil {
 				return err
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"text/template"
 
 	"github.com/decant/decant/source"
+	"github.com/decant/decant/source/pgsession"
 )
 
 // tableJSONSQL describes table $1 as one JSON object in the shape
@@ -101,19 +102,21 @@ func (n captureNames) functions() []string {
 	return []string{n.funcIdent() + "()", n.publishIdent() + "(oid)"}
 }
 
-func (n captureNames) funcIdent() string { return quoteIdent("decant") + "." + quoteIdent(n.fn) }
+func (n captureNames) funcIdent() string {
+	return pgsession.QuoteIdent("decant") + "." + pgsession.QuoteIdent(n.fn)
+}
 
 func (n captureNames) publishIdent() string {
-	return quoteIdent("decant") + "." + quoteIdent(n.publish)
+	return pgsession.QuoteIdent("decant") + "." + pgsession.QuoteIdent(n.publish)
 }
 
 // createTriggerSQL returns the statements creating each event trigger, by name.
 func (n captureNames) createTriggerSQL() map[string]string {
 	fn := n.funcIdent()
 	return map[string]string{
-		n.onEnd:   fmt.Sprintf("CREATE EVENT TRIGGER %s ON ddl_command_end WHEN TAG IN (%s) EXECUTE FUNCTION %s()", quoteIdent(n.onEnd), endTags, fn),
-		n.onDrop:  fmt.Sprintf("CREATE EVENT TRIGGER %s ON sql_drop EXECUTE FUNCTION %s()", quoteIdent(n.onDrop), fn),
-		n.onStart: fmt.Sprintf("CREATE EVENT TRIGGER %s ON ddl_command_start WHEN TAG IN ('DROP INDEX') EXECUTE FUNCTION %s()", quoteIdent(n.onStart), fn),
+		n.onEnd:   fmt.Sprintf("CREATE EVENT TRIGGER %s ON ddl_command_end WHEN TAG IN (%s) EXECUTE FUNCTION %s()", pgsession.QuoteIdent(n.onEnd), endTags, fn),
+		n.onDrop:  fmt.Sprintf("CREATE EVENT TRIGGER %s ON sql_drop EXECUTE FUNCTION %s()", pgsession.QuoteIdent(n.onDrop), fn),
+		n.onStart: fmt.Sprintf("CREATE EVENT TRIGGER %s ON ddl_command_start WHEN TAG IN ('DROP INDEX') EXECUTE FUNCTION %s()", pgsession.QuoteIdent(n.onStart), fn),
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/decant/decant/source"
+	"github.com/decant/decant/source/pgsession"
 )
 
 // Exported is a slot created together with an exported snapshot: the
@@ -27,12 +28,12 @@ type Exported struct {
 // exports its snapshot. From PostgreSQL 15 on the slot is made for
 // two-phase decoding, as EnsureSlot makes them.
 func ExportSlot(ctx context.Context, dsn, slot string) (*Exported, error) {
-	conn, err := connectReplication(ctx, dsn)
+	conn, err := pgsession.ConnectReplication(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
 	fail := func(err error) (*Exported, error) {
-		closeConn(ctx, conn)
+		pgsession.Close(ctx, conn)
 		return nil, err
 	}
 	var version int
@@ -43,9 +44,9 @@ func ExportSlot(ctx context.Context, dsn, slot string) (*Exported, error) {
 		return fail(fmt.Errorf("read the source's version: %w", err))
 	}
 	// PostgreSQL 15 takes options in parentheses; 14 the older keywords.
-	sql := fmt.Sprintf("CREATE_REPLICATION_SLOT %s LOGICAL pgoutput EXPORT_SNAPSHOT", quoteIdent(slot))
+	sql := fmt.Sprintf("CREATE_REPLICATION_SLOT %s LOGICAL pgoutput EXPORT_SNAPSHOT", pgsession.QuoteIdent(slot))
 	if version >= 150000 {
-		sql = fmt.Sprintf("CREATE_REPLICATION_SLOT %s LOGICAL pgoutput (SNAPSHOT 'export', TWO_PHASE true)", quoteIdent(slot))
+		sql = fmt.Sprintf("CREATE_REPLICATION_SLOT %s LOGICAL pgoutput (SNAPSHOT 'export', TWO_PHASE true)", pgsession.QuoteIdent(slot))
 	}
 	res, err := conn.Exec(ctx, sql).ReadAll()
 	if err != nil {
@@ -66,4 +67,4 @@ func ExportSlot(ctx context.Context, dsn, slot string) (*Exported, error) {
 }
 
 // Close ends the session, and with it the snapshot.
-func (e *Exported) Close(ctx context.Context) { closeConn(ctx, e.conn) }
+func (e *Exported) Close(ctx context.Context) { pgsession.Close(ctx, e.conn) }

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/decant/decant/source"
+	"github.com/decant/decant/source/pgsession"
 )
 
 // Config configures a Reader.
@@ -58,7 +59,7 @@ func (c Config) Validate() error {
 	if c.Slot == "" || c.Publication == "" {
 		return errors.New("pgoutput: slot and publication names are required")
 	}
-	_, err := replicationConfig(c.DSN)
+	_, err := pgsession.ReplicationConfig(c.DSN)
 	return err
 }
 
@@ -95,11 +96,11 @@ func NewReader(cfg Config) (*Reader, error) {
 // Identify connects once and reports the server's identity and log end.
 func (r *Reader) Identify(ctx context.Context) (srv source.Server, err error) {
 	err = r.bound().Do(ctx, "identifying the source", func(ctx context.Context) error {
-		conn, err := connectReplication(ctx, r.cfg.DSN)
+		conn, err := pgsession.ConnectReplication(ctx, r.cfg.DSN)
 		if err != nil {
 			return err
 		}
-		defer closeConn(ctx, conn)
+		defer pgsession.Close(ctx, conn)
 		srv, err = identify(ctx, conn)
 		return err
 	})
@@ -137,11 +138,11 @@ func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<
 	ctx, setup := r.bound().Watch(ctx, "setting up the replication stream")
 	defer setup.Release()
 	defer func() { err = setup.Explain(err) }()
-	conn, err := connectReplication(ctx, r.cfg.DSN)
+	conn, err := pgsession.ConnectReplication(ctx, r.cfg.DSN)
 	if err != nil {
 		return err
 	}
-	defer closeConn(ctx, conn)
+	defer pgsession.Close(ctx, conn)
 
 	srv, err := identify(ctx, conn)
 	if err != nil {
@@ -162,7 +163,7 @@ func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<
 	}
 	// messages: decant's DDL capture reports schema changes as logical
 	// decoding messages inside their transaction (init --ddl).
-	args := []string{fmt.Sprintf("proto_version '%d'", proto), "publication_names " + quoteLiteral(quoteIdent(r.cfg.Publication)), "messages 'true'"}
+	args := []string{fmt.Sprintf("proto_version '%d'", proto), "publication_names " + quoteLiteral(pgsession.QuoteIdent(r.cfg.Publication)), "messages 'true'"}
 	if proto >= 2 {
 		args = append(args, "streaming 'on'")
 	}
@@ -282,7 +283,7 @@ func (s *stream) describe(ctx context.Context, rel *source.Relation) error {
 		return nil
 	}
 	if s.catalog == nil {
-		conn, err := Connect(ctx, s.r.cfg.DSN)
+		conn, err := pgsession.Connect(ctx, s.r.cfg.DSN)
 		if err != nil {
 			return err
 		}

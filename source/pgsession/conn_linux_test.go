@@ -1,4 +1,4 @@
-package pgoutput
+package pgsession
 
 import (
 	"net"

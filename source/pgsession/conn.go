@@ -1,4 +1,13 @@
-package pgoutput
+// Package pgsession opens the PostgreSQL sessions of every decant stage
+// (the source reader, the PostgreSQL target, the bulk copy, verify) the
+// same way: a DSN in libpq's URL or key=value form, decant's session
+// settings, short TCP keepalives. It also holds what those stages share
+// about a session: the one quoting rule for PostgreSQL identifiers and
+// the server errors (SQLSTATE, PostgreSQL's Appendix A) that say a
+// session ended for a reason that passes.
+//
+// It sits below apply and source/pgoutput and imports neither.
+package pgsession
 
 import (
 	"context"
@@ -12,23 +21,30 @@ import (
 	"github.com/decant/decant/source"
 )
 
-// SessionParams are the settings decant gives every source and target
-// session, so that values travel in one canonical text form: ISO dates, UTC,
-// round-trip float digits, hex bytea, UTF-8.
-var SessionParams = map[string]string{
-	"DateStyle":          "ISO, MDY",
-	"IntervalStyle":      "postgres",
-	"TimeZone":           "UTC",
-	"extra_float_digits": "3",
-	"bytea_output":       "hex",
-	"client_encoding":    "UTF8",
-	"application_name":   "decant",
+// sessionParams are the settings decant gives every source and target
+// session, so that values travel in one canonical text form: ISO dates,
+// UTC, round-trip float digits, hex bytea, UTF-8. A DSN may name its own
+// application_name; every other one is decant's.
+func sessionParams() map[string]string {
+	return map[string]string{
+		"DateStyle":          "ISO, MDY",
+		"IntervalStyle":      "postgres",
+		"TimeZone":           "UTC",
+		"extra_float_digits": "3",
+		"bytea_output":       "hex",
+		"client_encoding":    "UTF8",
+		"application_name":   "decant",
+	}
 }
 
+// defaultConnectTimeout bounds a connect whose DSN names no
+// connect_timeout, so an unreachable host fails promptly.
+const defaultConnectTimeout = 10 * time.Second
+
 // ParseDSN parses a postgres:// URL (or key=value string) into a pgconn
-// config with decant's session settings. It gives a connect timeout of 10 s
-// when the DSN names none, so an unreachable host fails promptly, and dials
-// with short TCP keepalives (source.Dialer).
+// config with decant's session settings. It gives a connect timeout of
+// 10 s when the DSN names none, and dials with short TCP keepalives
+// (source.Dialer). Its errors never contain the DSN's password.
 func ParseDSN(dsn string) (*pgconn.Config, error) {
 	if dsn == "" {
 		return nil, fmt.Errorf("empty DSN: want postgres://user:password@host:port/database")
@@ -42,13 +58,13 @@ func ParseDSN(dsn string) (*pgconn.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid DSN: %s", redactDSN(err.Error()))
 	}
-	for k, v := range SessionParams {
+	for k, v := range sessionParams() {
 		if _, set := cfg.RuntimeParams[k]; !set || k != "application_name" {
 			cfg.RuntimeParams[k] = v
 		}
 	}
 	if cfg.ConnectTimeout == 0 {
-		cfg.ConnectTimeout = 10 * time.Second
+		cfg.ConnectTimeout = defaultConnectTimeout
 	}
 	// ConnectTimeout bounds the whole connect, dial included.
 	cfg.DialFunc = source.Dialer().DialContext
@@ -65,7 +81,9 @@ func redactDSN(msg string) string {
 	return msg
 }
 
-func replicationConfig(dsn string) (*pgconn.Config, error) {
+// ReplicationConfig is ParseDSN for a logical replication connection
+// (replication=database: the session is a walsender that also takes SQL).
+func ReplicationConfig(dsn string) (*pgconn.Config, error) {
 	cfg, err := ParseDSN(dsn)
 	if err != nil {
 		return nil, err
@@ -74,9 +92,10 @@ func replicationConfig(dsn string) (*pgconn.Config, error) {
 	return cfg, nil
 }
 
-// connectReplication opens a logical replication connection.
-func connectReplication(ctx context.Context, dsn string) (*pgconn.PgConn, error) {
-	cfg, err := replicationConfig(dsn)
+// ConnectReplication opens a logical replication connection to the
+// source.
+func ConnectReplication(ctx context.Context, dsn string) (*pgconn.PgConn, error) {
+	cfg, err := ReplicationConfig(dsn)
 	if err != nil {
 		return nil, err
 	}
@@ -111,27 +130,10 @@ func ConnectAs(ctx context.Context, role, dsn string) (*pgx.Conn, error) {
 	return conn, nil
 }
 
-// closeConn closes a connection even when ctx is already cancelled, giving
+// Close closes a connection even when ctx is already cancelled, giving
 // the goodbye message a few seconds.
-func closeConn(ctx context.Context, conn *pgconn.PgConn) {
+func Close(ctx context.Context, conn *pgconn.PgConn) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
 	defer cancel()
 	conn.Close(cctx)
 }
-
-// queryOne runs a query returning one text value on a replication
-// connection (simple protocol only).
-func queryOne(ctx context.Context, conn *pgconn.PgConn, sql string, scan func(string) error) error {
-	res, err := conn.Exec(ctx, sql).ReadAll()
-	if err != nil {
-		return err
-	}
-	if len(res) == 0 || len(res[0].Rows) != 1 || len(res[0].Rows[0]) != 1 {
-		return fmt.Errorf("query %q returned no single value", sql)
-	}
-	return scan(string(res[0].Rows[0][0]))
-}
-
-func quoteIdent(s string) string { return pgx.Identifier{s}.Sanitize() }
-
-func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
