@@ -130,3 +130,11 @@ type ColumnRules struct {
 	Rename  map[string]string `yaml:"rename"`  // source name → target name
 	Exclude []string          `yaml:"exclude"` // source columns not written
 }
+
+// TargetColumn is a source column's name on the target, after renames.
+func (r ColumnRules) TargetColumn(column string) string {
+	if to, ok := r.Rename[column]; ok {
+		return to
+	}
+	return column
+}

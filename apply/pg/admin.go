@@ -13,7 +13,9 @@ import (
 	"github.com/decant/decant/source"
 )
 
-// Admin is the PostgreSQL target as init, status and drop see it.
+// Admin is the PostgreSQL target as the workflows of apply/migrate (init,
+// copy, verify, cutover, status, drop) see it: checks, table creation,
+// the checkpoint row, recorded definitions, sequences.
 type Admin struct {
 	conn *pgx.Conn
 	cfg  Config

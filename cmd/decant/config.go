@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
@@ -139,9 +137,9 @@ type flags struct {
 
 func addFlags(cmd *cobra.Command, f *flags, withTables bool) {
 	fs := cmd.Flags()
-	fs.StringVar(&f.configFile, "config", "", "YAML file with the same keys as the flags (source, target, pipeline, tables)")
+	fs.StringVar(&f.configFile, "config", "", "YAML file of shared settings (source, target, pipeline, tables, map, columns, on_unrepresentable and the others the README lists); flags and environment variables beat it")
 	fs.StringVar(&f.values.Source, "source", "", "source DSN, postgres://user:pass@host:port/db (env DECANT_SOURCE)")
-	fs.StringVar(&f.values.Target, "target", "", "target DSN, postgres://user:pass@host:port/db (env DECANT_TARGET)")
+	fs.StringVar(&f.values.Target, "target", "", "target DSN, postgres://user:pass@host:port/db or mysql://user:pass@host:port/db (env DECANT_TARGET)")
 	fs.StringVar(&f.values.Pipeline, "pipeline", "", `pipeline name: names the slot, the publication and the checkpoint row (default "decant", env DECANT_PIPELINE)`)
 	fs.StringVar(&f.values.SourceKind, "source-kind", "", "postgres, gaussdb or opengauss (default: from the source DSN's scheme)")
 	fs.StringToStringVar(&f.values.SourceOptions, "source-option", nil, "a GaussDB decoding option, repeatable: --source-option decode-style=b")
@@ -153,12 +151,17 @@ func addFlags(cmd *cobra.Command, f *flags, withTables bool) {
 }
 
 // addMappingFlags adds the flags that decide what source rows become on
-// the target (init and run).
+// the target (init, copy, migrate, run, verify, cutover).
 func addMappingFlags(cmd *cobra.Command, f *flags) {
 	fs := cmd.Flags()
 	fs.StringArrayVar(&f.values.Map, "map", nil, "route source tables to target tables, repeatable: 'sales.*=sales_*', 'public.orders=shop.orders'")
 	fs.StringVar(&f.values.OnUnrepresentable, "on-unrepresentable", "", "what to do with a value the target cannot hold: error, null or clamp (default error)")
-	fs.StringVar(&f.values.OnUnsupportedDDL, "on-unsupported-ddl", "", "what to do with a schema change decant cannot translate: stop or skip (default stop; skip records it on the target)")
+}
+
+// addDDLFlags adds the policy for schema changes decant cannot translate
+// (run, migrate: the commands that apply the stream).
+func addDDLFlags(cmd *cobra.Command, f *flags) {
+	cmd.Flags().StringVar(&f.values.OnUnsupportedDDL, "on-unsupported-ddl", "", "what to do with a schema change decant cannot translate: stop or skip (default stop; skip records it on the target)")
 }
 
 // addStreamFlags adds the flags that bound what run holds in memory and
@@ -218,18 +221,28 @@ func (f *flags) load(cmd *cobra.Command) (config, error) {
 			*dst = v
 		}
 	}
+	f.override(cmd, &c)
+	if c.Pipeline == "" {
+		c.Pipeline = "decant"
+	}
+	return c, c.validate()
+}
+
+// override sets what the command's flags give: each only when given
+// (a flag the command lacks is never given).
+func (f *flags) override(cmd *cobra.Command, c *config) {
 	fs := cmd.Flags()
-	set := func(name string, dst *string, v string) {
+	for name, dst := range map[string]*string{
+		"source": &c.Source, "target": &c.Target, "pipeline": &c.Pipeline, "tables": (*string)(&c.Tables),
+		"log-level": &c.LogLevel, "source-kind": &c.SourceKind,
+		"on-unrepresentable": &c.OnUnrepresentable, "on-unsupported-ddl": &c.OnUnsupportedDDL,
+		"max-txn-memory": &c.MaxTxnMemory, "spill-dir": &c.SpillDir, "stream-apply": &c.StreamApply,
+		"synchronous-commit": &c.SynchronousCommit, "source-timeout": &c.SourceTimeout, "target-timeout": &c.TargetTimeout,
+	} {
 		if fs.Changed(name) {
-			*dst = v
+			*dst = fs.Lookup(name).Value.String()
 		}
 	}
-	set("source", &c.Source, f.values.Source)
-	set("target", &c.Target, f.values.Target)
-	set("pipeline", &c.Pipeline, f.values.Pipeline)
-	set("tables", (*string)(&c.Tables), string(f.values.Tables))
-	set("log-level", &c.LogLevel, f.values.LogLevel)
-	set("source-kind", &c.SourceKind, f.values.SourceKind)
 	if fs.Changed("source-option") {
 		if c.SourceOptions == nil {
 			c.SourceOptions = map[string]string{}
@@ -238,36 +251,30 @@ func (f *flags) load(cmd *cobra.Command) (config, error) {
 			c.SourceOptions[k] = v
 		}
 	}
-	if fs.Lookup("map") != nil {
-		set("on-unrepresentable", &c.OnUnrepresentable, f.values.OnUnrepresentable)
-		set("on-unsupported-ddl", &c.OnUnsupportedDDL, f.values.OnUnsupportedDDL)
-	}
-	if fs.Lookup("max-txn-memory") != nil {
-		set("max-txn-memory", &c.MaxTxnMemory, f.values.MaxTxnMemory)
-		set("spill-dir", &c.SpillDir, f.values.SpillDir)
-		set("stream-apply", &c.StreamApply, f.values.StreamApply)
-		set("synchronous-commit", &c.SynchronousCommit, f.values.SynchronousCommit)
-	}
-	if fs.Lookup("source-timeout") != nil {
-		set("source-timeout", &c.SourceTimeout, f.values.SourceTimeout)
-		set("target-timeout", &c.TargetTimeout, f.values.TargetTimeout)
-	}
-	if fs.Lookup("compact") != nil && fs.Changed("compact") {
+	if fs.Changed("compact") {
 		c.Compact = &f.values.compact
 	}
-	if fs.Lookup("map") != nil && fs.Changed("map") {
+	if fs.Changed("map") {
 		c.Map = f.values.Map
 	}
 	if fs.Changed("log-json") {
 		c.LogJSON = f.values.LogJSON
 	}
-	if c.Pipeline == "" {
-		c.Pipeline = "decant"
-	}
-	return c, c.validate()
 }
 
+// validate checks the settings and derives what the packages take from
+// them; every mistake is a usage error, found before anything connects.
 func (c *config) validate() error {
+	for _, check := range []func() error{c.validateEnds, c.validateMapping, c.validateRun} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateEnds checks the pipeline name and both DSNs.
+func (c *config) validateEnds() error {
 	if !pipelineName.MatchString(c.Pipeline) {
 		return usagef("invalid --pipeline %q: use 1 to 48 lowercase letters, digits and underscores, not starting with a digit", c.Pipeline)
 	}
@@ -299,6 +306,11 @@ func (c *config) validate() error {
 	} else if _, err := pgsession.ParseDSN(c.Target); err != nil {
 		return usagef("--target: %v", err)
 	}
+	return nil
+}
+
+// validateMapping checks which tables are selected and what they become.
+func (c *config) validateMapping() error {
 	var err error
 	if c.filter, err = source.ParseTableFilter(string(c.Tables)); err != nil {
 		return usagef("--tables: %v", err)
@@ -336,6 +348,11 @@ func (c *config) validate() error {
 	if c.policy, err = mapping.ParsePolicy(c.OnUnrepresentable); err != nil {
 		return usagef("--on-unrepresentable: %v", err)
 	}
+	return nil
+}
+
+// validateRun checks logging and how run streams and applies.
+func (c *config) validateRun() error {
 	switch c.LogLevel {
 	case "", "debug", "info", "warn", "error":
 	default:
@@ -344,6 +361,7 @@ func (c *config) validate() error {
 	if c.MaxTxnMemory == "" {
 		c.MaxTxnMemory = "64MiB"
 	}
+	var err error
 	if c.memory, err = parseBytes(c.MaxTxnMemory); err != nil || c.memory < 1<<20 {
 		return usagef("invalid --max-txn-memory %q: give a size of at least 1MiB, like 64MiB or 1GiB", c.MaxTxnMemory)
 	}
@@ -359,6 +377,19 @@ func (c *config) validate() error {
 	default:
 		return usagef("invalid --stream-apply %q: use spool or immediate", c.StreamApply)
 	}
+	if err := c.validateCommit(); err != nil {
+		return err
+	}
+	if c.sourceTimeout, err = parseTimeout("source-timeout", c.SourceTimeout, defaultSourceTimeout); err != nil {
+		return err
+	}
+	c.targetTimeout, err = parseTimeout("target-timeout", c.TargetTimeout, defaultTargetTimeout)
+	return err
+}
+
+// validateCommit checks --synchronous-commit, whose default depends on
+// the target.
+func (c *config) validateCommit() error {
 	switch {
 	case c.SynchronousCommit == "" && c.mysqlTarget():
 		c.SynchronousCommit = "on"
@@ -368,12 +399,6 @@ func (c *config) validate() error {
 		return usagef("--synchronous-commit off is for PostgreSQL targets: MySQL and MariaDB set durability for the whole server (innodb_flush_log_at_trx_commit, sync_binlog), not per session; leave the flag out")
 	case c.SynchronousCommit != "on" && c.SynchronousCommit != "off":
 		return usagef("invalid --synchronous-commit %q: use on or off", c.SynchronousCommit)
-	}
-	if c.sourceTimeout, err = parseTimeout("source-timeout", c.SourceTimeout, defaultSourceTimeout); err != nil {
-		return err
-	}
-	if c.targetTimeout, err = parseTimeout("target-timeout", c.TargetTimeout, defaultTargetTimeout); err != nil {
-		return err
 	}
 	return nil
 }
@@ -438,18 +463,3 @@ func (c *config) sourceKind() string {
 
 // gaussSource reports whether the source is GaussDB or openGauss.
 func (c *config) gaussSource() bool { k := c.sourceKind(); return k == "gaussdb" || k == "opengauss" }
-
-// connectBoth opens an SQL session on the source and an admin session on
-// the target.
-func connectBoth(ctx context.Context, c config) (*pgx.Conn, targetAdmin, error) {
-	src, err := pgsession.Connect(ctx, c.Source)
-	if err != nil {
-		return nil, nil, err
-	}
-	tgt, err := openAdmin(ctx, c)
-	if err != nil {
-		src.Close(ctx)
-		return nil, nil, err
-	}
-	return src, tgt, nil
-}

@@ -5,8 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/decant/decant/apply/bulk"
-	"github.com/decant/decant/source/pgoutput"
+	"github.com/decant/decant/apply/migrate"
 )
 
 func dropCmd() *cobra.Command {
@@ -15,6 +14,10 @@ func dropCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "drop",
 		Short: "Remove the pipeline's slot, publication and checkpoint row",
+		Long: `Drops the pipeline's slot (refused while decant run uses it), its
+publication and DDL capture, the table definitions and copy state it keeps
+on the target, and its checkpoint row. A GaussDB or openGauss pipeline has
+a slot, definitions and a checkpoint row only.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := f.load(cmd)
 			if err != nil {
@@ -23,48 +26,22 @@ func dropCmd() *cobra.Command {
 			if !yes {
 				return usagef("drop removes slot, publication and checkpoint of pipeline %s; add --yes to confirm", c.Pipeline)
 			}
-			ctx := cmd.Context()
 			if c.gaussSource() {
-				slot, row, err := dropGauss(ctx, c)
+				d, err := migrate.DropGauss(cmd.Context(), c.workflow(nil))
 				if err != nil {
 					return err
 				}
-				fmt.Printf("pipeline %s: slot %s, checkpoint %s\n", c.Pipeline, done(slot), done(row))
+				fmt.Printf("pipeline %s: slot %s, checkpoint %s\n", c.Pipeline, done(d.Slot), done(d.Checkpoint))
 				return nil
 			}
-			src, tgt, err := connectBoth(ctx, c)
-			if err != nil {
-				return err
-			}
-			defer src.Close(ctx)
-			defer tgt.Close(ctx)
-
-			slot, err := pgoutput.DropSlot(ctx, src, c.Pipeline)
-			if err != nil {
-				return err
-			}
-			pub, err := pgoutput.DropPublication(ctx, src, c.Pipeline)
-			if err != nil {
-				return err
-			}
-			trigger, err := pgoutput.RemoveDDLCapture(ctx, src, c.Pipeline)
-			if err != nil {
-				return err
-			}
-			if trigger {
+			d, err := migrate.Drop(cmd.Context(), c.workflow(nil))
+			if d.DDLCapture {
 				fmt.Printf("pipeline %s: DDL capture removed\n", c.Pipeline)
 			}
-			if err := tgt.ForgetSchema(ctx); err != nil {
-				return err
-			}
-			if err := bulk.Forget(ctx, c.Target, c.Pipeline); err != nil {
-				return err
-			}
-			row, err := tgt.DeleteCheckpoint(ctx, c.Pipeline)
 			if err != nil {
 				return err
 			}
-			fmt.Printf("pipeline %s: slot %s, publication %s, checkpoint %s\n", c.Pipeline, done(slot), done(pub), done(row))
+			fmt.Printf("pipeline %s: slot %s, publication %s, checkpoint %s\n", c.Pipeline, done(d.Slot), done(d.Publication), done(d.Checkpoint))
 			return nil
 		},
 	}

@@ -1,10 +1,21 @@
-// Command decant applies a PostgreSQL source's logical replication stream
-// to a target database in source commit order, exactly once.
+// Command decant applies a source database's logical replication stream
+// (PostgreSQL pgoutput; GaussDB and openGauss decoding) to a PostgreSQL or
+// MySQL/MariaDB target in source commit order, exactly once.
 //
-//	decant init   --source DSN --target DSN [--pipeline NAME] [--tables LIST]
-//	decant run    --source DSN --target DSN [--pipeline NAME] [--catch-up]
-//	decant status --source DSN --target DSN [--pipeline NAME] [--json]
-//	decant drop   --source DSN --target DSN [--pipeline NAME] --yes
+//	decant init    set up the pipeline: publication, slot, checkpoint (--copy: and copy the tables)
+//	decant copy    init --copy
+//	decant run     stream and apply until SIGINT/SIGTERM (--catch-up: until caught up)
+//	decant migrate init --copy, then run
+//	decant status  the slot, the checkpoint and the lag
+//	decant verify  compare source and target table by table
+//	decant cutover fence, catch-up, sequences (and verify): is it safe to switch?
+//	decant drop    remove the pipeline's slot, publication and checkpoint
+//	decant decode  decode captured GaussDB/openGauss payloads to JSON lines
+//
+// This package is the command line only: flags, environment and the
+// --config file become the configuration of the packages that do the work
+// (apply/migrate for the workflows, apply for run), and their results
+// become output.
 //
 // Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error,
 // 3 the spill directory is full (a person must make room; not retried).
@@ -22,6 +33,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/decant/decant/apply/migrate"
 	"github.com/decant/decant/apply/mysql"
 	"github.com/decant/decant/source"
 )
@@ -41,7 +53,8 @@ func report(err error) int {
 	msg := strings.ReplaceAll(err.Error(), "\n", " ")
 	fmt.Fprintf(os.Stderr, "decant: error: %s\n", msg)
 	var u usageError
-	if errors.As(err, &u) || strings.HasPrefix(msg, "unknown command") ||
+	var refused *migrate.UsageError
+	if errors.As(err, &u) || errors.As(err, &refused) || strings.HasPrefix(msg, "unknown command") ||
 		strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand") {
 		return 2
 	}

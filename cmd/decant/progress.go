@@ -12,20 +12,26 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 	"golang.org/x/term"
 
+	"github.com/decant/decant/apply/bulk"
+	"github.com/decant/decant/apply/migrate"
 	"github.com/decant/decant/source"
 )
 
 // copyProgress shows the initial copy: a bar per table (rows, bytes,
 // rate, ETA) when stderr is a terminal, otherwise a log line per table
-// every few seconds while it copies, and one when it is done.
+// every few seconds while it copies, and one when it is done; and at the
+// end a line on stdout with the totals.
 type copyProgress struct {
 	log      *slog.Logger
 	interval time.Duration
+	terminal bool // draw bars, on stderr
 
 	mu     sync.Mutex
-	bars   *mpb.Progress
+	bars   *mpb.Progress // made with the first bar
 	tables map[source.TableName]*tableProgress
 }
+
+var _ migrate.CopyProgress = (*copyProgress)(nil)
 
 type tableProgress struct {
 	name                    string
@@ -42,7 +48,7 @@ func newCopyProgress(log *slog.Logger) *copyProgress {
 	// Bars need a terminal with a width (a pty nobody sized has none, and
 	// mpb would draw nothing there).
 	if w, _, err := term.GetSize(int(os.Stderr.Fd())); err == nil && w > 0 {
-		p.bars = mpb.New(mpb.WithOutput(os.Stderr), mpb.WithWidth(32), mpb.WithRefreshRate(200*time.Millisecond))
+		p.terminal = true
 	}
 	return p
 }
@@ -64,7 +70,10 @@ func (p *copyProgress) Planned(table source.TableName, rows, bytes int64) {
 	now := time.Now()
 	t := &tableProgress{name: table.String(), estRows: rows, estBytes: max(bytes, 1), started: now, last: now, reported: now}
 	p.tables[table] = t
-	if p.bars != nil {
+	if p.terminal {
+		if p.bars == nil {
+			p.bars = mpb.New(mpb.WithOutput(os.Stderr), mpb.WithWidth(32), mpb.WithRefreshRate(200*time.Millisecond))
+		}
 		t.bar = p.bars.New(t.estBytes, mpb.BarStyle(),
 			mpb.PrependDecorators(decor.Name(t.name, decor.WCSyncSpaceR), decor.Any(func(decor.Statistics) string {
 				return fmt.Sprintf("%d rows", t.rows.Load())
@@ -132,19 +141,14 @@ func (p *copyProgress) Done(table source.TableName) {
 		"seconds", time.Since(t.started).Seconds())
 }
 
-// copiedBytes is what a table's copy read from the source.
-func (p *copyProgress) copiedBytes(table source.TableName) int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if t := p.tables[table]; t != nil {
-		return t.bytes
-	}
-	return 0
-}
-
-// Wait lets the bars draw their last state.
-func (p *copyProgress) Wait() {
+// Stopped lets the bars draw their last state.
+func (p *copyProgress) Stopped() {
 	if p.bars != nil {
 		p.bars.Wait()
 	}
+}
+
+// Finished prints the copy's totals.
+func (p *copyProgress) Finished(res bulk.Result, asOf source.LSN) {
+	fmt.Printf("copied %d tables, %d rows (%.1f MB) in %.1fs as of %s\n", res.Tables, res.Rows, float64(res.Bytes)/1e6, res.Elapsed.Seconds(), asOf)
 }

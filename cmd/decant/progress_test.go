@@ -15,7 +15,7 @@ import (
 func TestCopyProgressLogLines(t *testing.T) {
 	var buf bytes.Buffer
 	p := newCopyProgress(slog.New(slog.NewTextHandler(&buf, nil)))
-	p.bars = nil // as off a terminal
+	p.terminal = false // as off a terminal
 	p.interval = 20 * time.Millisecond
 	big := source.TableName{Schema: "public", Name: "big"}
 	p.Planned(big, 1000, 1<<20)
@@ -25,7 +25,7 @@ func TestCopyProgressLogLines(t *testing.T) {
 	p.Planned(big, 1000, 1<<20) // a retry reports the table from the start
 	p.Copied(big, 300, 3000)
 	p.Done(big)
-	p.Wait()
+	p.Stopped()
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	if len(lines) != 2 {
 		t.Fatalf("want a copying line and a done line, got:\n%s", buf.String())

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/decant/decant/apply"
+	"github.com/decant/decant/apply/migrate"
 	"github.com/decant/decant/source/pgoutput"
 )
 
@@ -34,6 +35,9 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 			if err != nil {
 				return err
 			}
+			if cmd.Flags().Changed("tables") && !c.gaussSource() {
+				return usagef("run --tables is for GaussDB and openGauss sources: a PostgreSQL source streams the tables of publication %s; change them with decant init --tables", c.Pipeline)
+			}
 			// No heap profile is ever taken of a run: the sampling the
 			// runtime does for one by default, a stack walk every 512 KiB
 			// allocated, is saved.
@@ -49,8 +53,12 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 			return err
 		},
 	}
-	addFlags(cmd, &f, true) // GaussDB sources decode --tables (white-table-list); PostgreSQL ones keep it in the publication
+	addFlags(cmd, &f, true)
+	// GaussDB sources decode --tables (white-table-list); PostgreSQL ones
+	// keep the selection in the publication, which init makes.
+	cmd.Flags().Lookup("tables").Usage = "GaussDB and openGauss sources: comma list of schema.table patterns to decode, '*' matches any run of characters (default: every table outside system schemas, env DECANT_TABLES); a PostgreSQL source streams its publication's tables (decant init --tables)"
 	addMappingFlags(cmd, &f)
+	addDDLFlags(cmd, &f)
 	addStreamFlags(cmd, &f)
 	addTimeoutFlags(cmd, &f)
 	addApplyFlags(cmd, &f)
@@ -89,8 +97,10 @@ func startCPUProfile(path string) (stop func() error, err error) {
 // target has what the source committed before the start.
 func runPipeline(ctx context.Context, c config, catchUp bool, slotWait time.Duration, log *slog.Logger) error {
 	limitMemory(c.memory)
-	if err := copyFinished(ctx, c, log); err != nil {
-		return err
+	if !c.gaussSource() {
+		if err := migrate.CopyFinished(ctx, c.workflow(log)); err != nil {
+			return err
+		}
 	}
 	var reader apply.Source
 	var err error

@@ -1,0 +1,157 @@
+package migrate
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/decant/decant/checkpoint"
+	"github.com/decant/decant/source"
+)
+
+// CutoverOptions are cutover's choices beyond Config.
+type CutoverOptions struct {
+	// Verify adds a last step that compares source and target as Verify
+	// does, with VerifyOptions.
+	Verify        bool
+	VerifyOptions VerifyOptions
+}
+
+// CutoverReport is what cutover found, step by step.
+type CutoverReport struct {
+	Pipeline string        `json:"pipeline"`
+	Steps    []CutoverStep `json:"steps"`
+	OK       bool          `json:"ok"`
+}
+
+// CutoverStep is one step's outcome: Detail is its error when it failed.
+type CutoverStep struct {
+	Name    string   `json:"name"`
+	OK      bool     `json:"ok"`
+	Detail  string   `json:"detail"`
+	Seconds float64  `json:"seconds"`
+	Items   []string `json:"items,omitempty"`
+}
+
+// Failed names the first step that failed and why.
+func (r *CutoverReport) Failed() string {
+	for _, s := range r.Steps {
+		if !s.OK {
+			return s.Name + ": " + s.Detail
+		}
+	}
+	return "no step ran"
+}
+
+func (r *CutoverReport) step(name string, run func() (string, []string, error)) bool {
+	start := time.Now()
+	detail, items, err := run()
+	s := CutoverStep{Name: name, OK: err == nil, Detail: detail, Items: items, Seconds: time.Since(start).Seconds()}
+	if err != nil {
+		s.Detail = err.Error()
+	}
+	r.Steps = append(r.Steps, s)
+	return s.OK
+}
+
+// Cutover says whether it is safe to switch from a PostgreSQL source to
+// the target, while decant run applies the pipeline. Its steps, in this
+// order and stopping at the first that fails: fence (a transactional
+// logical decoding message on the source, and the source's WAL position
+// after its commit); catch-up (until the target's checkpoint reaches that
+// position: everything the source committed before the fence is on the
+// target); sequences (each selected table's sequence positions copied to
+// the target); and with Verify, verify. ctx bounds them all. The error is
+// only for a Config that does not validate; a step's failure is in the
+// report.
+func Cutover(ctx context.Context, cfg Config, o CutoverOptions) (*CutoverReport, error) {
+	e, err := newEnv(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return e.cutover(ctx, o), nil
+}
+
+func (e *env) cutover(ctx context.Context, o CutoverOptions) *CutoverReport {
+	r := &CutoverReport{Pipeline: e.cfg.Pipeline}
+	src, tgt, err := e.connectBoth(ctx)
+	if err != nil {
+		r.step("connect", func() (string, []string, error) { return "", nil, err })
+		return r
+	}
+	defer src.Close(context.WithoutCancel(ctx))
+	defer tgt.Close(context.WithoutCancel(ctx))
+
+	var fence source.LSN
+	ok := r.step("fence", func() (string, []string, error) {
+		var err error
+		fence, err = src.WriteFence(ctx)
+		return fmt.Sprintf("written; source WAL at %s after it", fence), nil, err
+	}) && r.step("catch-up", func() (string, []string, error) {
+		cp, err := e.waitCheckpoint(ctx, tgt, fence)
+		return fmt.Sprintf("target checkpoint at %s (last commit %s)", cp.End, cp.Commit), nil, err
+	}) && r.step("sequences", func() (string, []string, error) {
+		items, err := e.syncSequences(ctx, src, tgt)
+		return fmt.Sprintf("%d synchronised", len(items)), items, err
+	})
+	if ok && o.Verify {
+		ok = r.step("verify", func() (string, []string, error) {
+			rep, err := e.verify(ctx, src, o.VerifyOptions)
+			if err != nil {
+				return "", nil, err
+			}
+			var lines []string
+			for _, t := range rep.Differing() {
+				lines = append(lines, t.Lines()...)
+			}
+			return rep.Summary(), lines, rep.Err()
+		})
+	}
+	r.OK = ok
+	return r
+}
+
+// waitCheckpoint waits until the pipeline's checkpoint reaches pos.
+func (e *env) waitCheckpoint(ctx context.Context, tgt Admin, pos source.LSN) (checkpoint.Row, error) {
+	for {
+		cp, err := tgt.ReadCheckpoint(ctx, e.cfg.Pipeline)
+		if err != nil {
+			return cp, err
+		}
+		if cp.End >= pos {
+			return cp, nil
+		}
+		select {
+		case <-ctx.Done():
+			return cp, fmt.Errorf("the target's checkpoint is at %s, short of the fence at %s, when time ran out: is decant run applying pipeline %s? (--timeout)", cp.End, pos, e.cfg.Pipeline)
+		case <-time.After(e.poll):
+		}
+	}
+}
+
+// syncSequences sets each target sequence (or AUTO_INCREMENT) so that it
+// gives next what the source's would, and says what it set. On an error
+// it returns what it had set so far.
+func (e *env) syncSequences(ctx context.Context, src pgSource, tgt Admin) ([]string, error) {
+	tables, err := src.SelectTables(ctx, e.cfg.Tables)
+	if err != nil {
+		return nil, err
+	}
+	var seqs []source.Sequence
+	for _, t := range tables {
+		s, err := src.Sequences(ctx, t.Name)
+		if err != nil {
+			return nil, err
+		}
+		seqs = append(seqs, s...)
+	}
+	var done []string
+	for _, s := range seqs {
+		line, err := tgt.SyncSequence(ctx, s)
+		if err != nil {
+			return done, err
+		}
+		done = append(done, line)
+	}
+	return done, nil
+}

@@ -1,0 +1,292 @@
+package migrate
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/decant/decant/apply/bulk"
+	"github.com/decant/decant/checkpoint"
+	"github.com/decant/decant/mapping"
+	"github.com/decant/decant/source"
+	"github.com/decant/decant/source/pgoutput"
+)
+
+// world is a fake source and target that record, in one list, every call
+// a workflow makes on either, so that tests can assert their order.
+type world struct {
+	t     *testing.T
+	calls []string
+
+	tables     []pgoutput.Table
+	slot       pgoutput.SlotStatus
+	row        *checkpoint.Row // the target's checkpoint row; nil: none
+	missing    []source.TableName
+	problems   []string
+	pendingAt  source.LSN // the copy state's AsOf; 0: none
+	systemID   string
+	consistent source.LSN // where a new slot becomes consistent
+	fence      source.LSN
+	sequences  map[source.TableName][]source.Sequence
+	copyErrs   []error // what successive copies return
+	copied     []bulk.Config
+	published  []source.TableName
+	// rowAt says where the checkpoint is on the n-th read (from 0);
+	// nil: where row says.
+	rowAt func(n int) source.LSN
+	reads int
+}
+
+func newWorld(t *testing.T) *world {
+	return &world{
+		t: t, systemID: "7001", consistent: 0x1000, fence: 0x2000,
+		tables: []pgoutput.Table{
+			{Name: source.TableName{Schema: "public", Name: "a"}, Identity: source.IdentityDefault, HasPK: true},
+			{Name: source.TableName{Schema: "public", Name: "b"}, Identity: source.IdentityFull},
+		},
+	}
+}
+
+func (w *world) call(format string, args ...any) {
+	w.calls = append(w.calls, fmt.Sprintf(format, args...))
+}
+
+// env is a workflow environment over the fake, with no waiting.
+func (w *world) env() *env {
+	cfg := Config{Source: "postgres://src/db", Target: "postgres://tgt/db", Pipeline: "p"}
+	if err := cfg.Validate(); err != nil {
+		w.t.Fatal(err)
+	}
+	sessions := 0
+	return &env{
+		cfg:    cfg,
+		source: func(context.Context) (pgSource, error) { w.call("source.connect"); return &fakeSource{w}, nil },
+		target: func(context.Context) (target, error) {
+			sessions++
+			w.call("target.connect %d", sessions)
+			return &fakeTarget{w: w, n: sessions}, nil
+		},
+		copy: func(_ context.Context, cfg bulk.Config) (bulk.Result, error) {
+			w.call("copy %s as of %s", cfg.Snapshot, cfg.AsOf)
+			w.copied = append(w.copied, cfg)
+			var err error
+			if len(w.copyErrs) > 0 {
+				err, w.copyErrs = w.copyErrs[0], w.copyErrs[1:]
+			}
+			return bulk.Result{Tables: len(cfg.Tables), Rows: 7}, err
+		},
+		backoff: time.Millisecond,
+		poll:    time.Millisecond,
+	}
+}
+
+// index is where the first call starting with prefix is; it fails the
+// test when there is none.
+func (w *world) index(prefix string) int {
+	w.t.Helper()
+	i := slices.IndexFunc(w.calls, func(c string) bool { return strings.HasPrefix(c, prefix) })
+	if i < 0 {
+		w.t.Fatalf("no call %q in:\n%s", prefix, strings.Join(w.calls, "\n"))
+	}
+	return i
+}
+
+// inOrder checks that the calls starting with these prefixes came in this
+// order.
+func (w *world) inOrder(prefixes ...string) {
+	w.t.Helper()
+	last := -1
+	for _, p := range prefixes {
+		i := w.index(p)
+		if i <= last {
+			w.t.Fatalf("call %q is not after %q in:\n%s", p, prefixes[max(0, slices.Index(prefixes, p)-1)], strings.Join(w.calls, "\n"))
+		}
+		last = i
+	}
+}
+
+func (w *world) has(prefix string) bool {
+	return slices.ContainsFunc(w.calls, func(c string) bool { return strings.HasPrefix(c, prefix) })
+}
+
+type fakeSource struct{ w *world }
+
+var _ pgSource = (*fakeSource)(nil)
+
+func (s *fakeSource) CheckServer(context.Context) error { s.w.call("source.check"); return nil }
+
+func (s *fakeSource) SelectTables(context.Context, source.TableFilter) ([]pgoutput.Table, error) {
+	s.w.call("source.tables")
+	return s.w.tables, nil
+}
+
+func (s *fakeSource) Relation(_ context.Context, t pgoutput.Table) (*source.Relation, error) {
+	return &source.Relation{Schema: t.Name.Schema, Name: t.Name.Name}, nil
+}
+
+func (s *fakeSource) DescribeTable(_ context.Context, name source.TableName) (*source.TableDef, error) {
+	return &source.TableDef{Name: name}, nil
+}
+
+func (s *fakeSource) SystemID(context.Context) (string, error) {
+	s.w.call("source.identify")
+	return s.w.systemID, nil
+}
+
+func (s *fakeSource) EnsurePublication(_ context.Context, tables []source.TableName) ([]source.TableName, []source.TableName, error) {
+	s.w.call("source.publication %d", len(tables))
+	var added []source.TableName
+	for _, t := range tables {
+		if !slices.Contains(s.w.published, t) {
+			added = append(added, t)
+		}
+	}
+	s.w.published = append(s.w.published, added...)
+	return added, nil, nil
+}
+
+func (s *fakeSource) DropPublication(context.Context) (bool, error) {
+	s.w.call("source.drop-publication")
+	return true, nil
+}
+
+func (s *fakeSource) InstallDDLCapture(context.Context, source.TableFilter) error {
+	s.w.call("source.ddl-capture")
+	return nil
+}
+
+func (s *fakeSource) RemoveDDLCapture(context.Context) (bool, error) {
+	s.w.call("source.remove-ddl-capture")
+	return false, nil
+}
+
+func (s *fakeSource) ReadSlot(context.Context) (pgoutput.SlotStatus, error) {
+	s.w.call("source.read-slot")
+	return s.w.slot, nil
+}
+
+func (s *fakeSource) EnsureSlot(context.Context) (source.LSN, bool, error) {
+	s.w.call("source.slot")
+	created := !s.w.slot.Exists
+	s.w.slot.Exists = true
+	return s.w.consistent, created, nil
+}
+
+func (s *fakeSource) ExportSlot(context.Context) (*exportedSlot, error) {
+	s.w.call("source.export")
+	s.w.slot.Exists = true
+	return &exportedSlot{Consistent: s.w.consistent, Snapshot: "snap-1", close: func(context.Context) { s.w.call("source.export-close") }}, nil
+}
+
+func (s *fakeSource) DropSlot(context.Context) (bool, error) {
+	s.w.call("source.drop-slot")
+	existed := s.w.slot.Exists
+	s.w.slot.Exists = false
+	return existed, nil
+}
+
+func (s *fakeSource) WriteFence(context.Context) (source.LSN, error) {
+	s.w.call("source.fence")
+	return s.w.fence, nil
+}
+
+func (s *fakeSource) Sequences(_ context.Context, table source.TableName) ([]source.Sequence, error) {
+	s.w.call("source.sequences %s", table)
+	return s.w.sequences[table], nil
+}
+
+func (s *fakeSource) Close(context.Context) { s.w.call("source.close") }
+
+// fakeTarget is the n-th target session.
+type fakeTarget struct {
+	w *world
+	n int
+}
+
+var _ target = (*fakeTarget)(nil)
+
+func (t *fakeTarget) Check(context.Context, []*source.Relation) ([]source.TableName, []string, []string, error) {
+	t.w.call("target.check")
+	return t.w.missing, t.w.problems, nil, nil
+}
+
+func (t *fakeTarget) CheckCreate([]*source.TableDef) []string { return nil }
+
+func (t *fakeTarget) Create(_ context.Context, defs []*source.TableDef, indexes bool) ([]string, error) {
+	t.w.call("target.create %d indexes=%v", len(defs), indexes)
+	t.w.missing = nil
+	return nil, nil
+}
+
+func (t *fakeTarget) CreateIndexes(_ context.Context, defs []*source.TableDef) error {
+	t.w.call("target.indexes %s", defs[0].Name)
+	return nil
+}
+
+func (t *fakeTarget) Empty(_ context.Context, tables []source.TableName) error {
+	t.w.call("target.empty %d", len(tables))
+	return nil
+}
+
+func (t *fakeTarget) DropUnfinished(context.Context, []source.TableName) ([]source.TableName, error) {
+	t.w.call("target.drop-unfinished")
+	return nil, nil
+}
+
+func (t *fakeTarget) EnsureCheckpoint(_ context.Context, row checkpoint.Row) (checkpoint.Row, bool, error) {
+	t.w.call("target.checkpoint at %s on session %d", row.End, t.n)
+	if t.w.row != nil {
+		return *t.w.row, false, nil
+	}
+	t.w.row = &row
+	return row, true, nil
+}
+
+func (t *fakeTarget) ReadCheckpoint(context.Context, string) (checkpoint.Row, error) {
+	t.w.call("target.read-checkpoint")
+	if t.w.row == nil {
+		return checkpoint.Row{}, checkpoint.ErrNotFound
+	}
+	row := *t.w.row
+	if t.w.rowAt != nil {
+		row.End = t.w.rowAt(t.w.reads)
+	}
+	t.w.reads++
+	return row, nil
+}
+
+func (t *fakeTarget) DeleteCheckpoint(context.Context, string) (bool, error) {
+	t.w.call("target.delete-checkpoint")
+	return t.w.row != nil, nil
+}
+
+func (t *fakeTarget) RecordSchema(context.Context, []*source.TableDef) error {
+	t.w.call("target.record-schema")
+	return nil
+}
+
+func (t *fakeTarget) ForgetSchema(context.Context) error {
+	t.w.call("target.forget-schema")
+	return nil
+}
+
+func (t *fakeTarget) LoadSchema(context.Context) (map[uint32]*source.TableDef, error) {
+	return nil, nil
+}
+
+func (t *fakeTarget) SyncSequence(_ context.Context, s source.Sequence) (string, error) {
+	t.w.call("target.sequence %s.%s", s.Table, s.Column)
+	return fmt.Sprintf("%s.%s: next value %d", s.Table, mapping.ColumnRules{}.TargetColumn(s.Column), s.Next), nil
+}
+
+func (t *fakeTarget) CopyPending(context.Context) (source.LSN, []source.TableName, error) {
+	t.w.call("target.copy-pending")
+	return t.w.pendingAt, nil, nil
+}
+
+func (t *fakeTarget) ForgetCopy(context.Context) error { t.w.call("target.forget-copy"); return nil }
+
+func (t *fakeTarget) Close(context.Context) { t.w.call("target.close %d", t.n) }

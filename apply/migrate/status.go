@@ -1,0 +1,105 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/decant/decant/checkpoint"
+	"github.com/decant/decant/source"
+)
+
+// Status is a pipeline's state on both sides.
+type Status struct {
+	Pipeline   string           `json:"pipeline"`
+	SourceLSN  string           `json:"source_wal_lsn"`
+	Slot       SlotStatus       `json:"slot"`
+	Checkpoint CheckpointStatus `json:"checkpoint"`
+	LagBytes   int64            `json:"lag_bytes"`
+	LagSeconds float64          `json:"lag_seconds"`
+}
+
+// SlotStatus is the pipeline's slot on the source.
+type SlotStatus struct {
+	Exists       bool   `json:"exists"`
+	Active       bool   `json:"active"`
+	ActivePID    int    `json:"active_pid,omitempty"`
+	Confirmed    string `json:"confirmed_flush_lsn,omitempty"`
+	ConfirmedCSN uint64 `json:"confirmed_csn,omitempty"`
+	Restart      string `json:"restart_lsn,omitempty"`
+	Retained     int64  `json:"wal_retained_bytes"`
+	WALStatus    string `json:"wal_status,omitempty"`
+}
+
+// CheckpointStatus is the pipeline's checkpoint row on the target.
+type CheckpointStatus struct {
+	Exists      bool       `json:"exists"`
+	CommitLSN   string     `json:"commit_lsn,omitempty"`
+	EndLSN      string     `json:"end_lsn,omitempty"`
+	CommitCSN   uint64     `json:"commit_csn,omitempty"`
+	Xid         uint32     `json:"xid,omitempty"`
+	CommitTime  *time.Time `json:"commit_time,omitempty"`
+	AppliedTime *time.Time `json:"applied_time,omitempty"`
+}
+
+// ReadStatus reads a PostgreSQL pipeline's state on both sides. Lag in
+// bytes is the source's WAL position minus the checkpoint's resume
+// position. Lag in seconds is the source's own measure
+// (pg_stat_replication.flush_lag) while decant runs; when it does not run
+// and WAL is pending, the time since the checkpoint was last written.
+func ReadStatus(ctx context.Context, cfg Config) (Status, error) {
+	st := Status{Pipeline: cfg.Pipeline}
+	e, err := newEnv(cfg)
+	if err != nil {
+		return st, err
+	}
+	src, tgt, err := e.connectBoth(ctx)
+	if err != nil {
+		return st, err
+	}
+	defer src.Close(ctx)
+	defer tgt.Close(ctx)
+	return e.status(ctx, src, tgt)
+}
+
+func (e *env) status(ctx context.Context, src pgSource, tgt target) (Status, error) {
+	st := Status{Pipeline: e.cfg.Pipeline}
+	s, err := src.ReadSlot(ctx)
+	if err != nil {
+		return st, err
+	}
+	st.SourceLSN = s.Current.String()
+	st.Slot = SlotStatus{Exists: s.Exists, Active: s.Active, ActivePID: s.ActivePID, Retained: s.Retained, WALStatus: s.WALStatus}
+	if s.Exists {
+		st.Slot.Confirmed, st.Slot.Restart = s.Confirmed.String(), s.Restart.String()
+	}
+	cp, err := tgt.ReadCheckpoint(ctx, e.cfg.Pipeline)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return st, nil
+	}
+	if err != nil {
+		return st, err
+	}
+	st.fillCheckpoint(cp, s.Current)
+	switch {
+	case s.HasFlushLag:
+		st.LagSeconds = s.FlushLag.Seconds()
+	case !s.Active && st.LagBytes > 0:
+		st.LagSeconds = sinceSeconds(cp.AppliedTime)
+	}
+	return st, nil
+}
+
+// fillCheckpoint sets the checkpoint fields and the lag in bytes behind
+// the source's current WAL position.
+func (st *Status) fillCheckpoint(cp checkpoint.Row, current source.LSN) {
+	st.Checkpoint = CheckpointStatus{Exists: true, CommitLSN: cp.Commit.String(), EndLSN: cp.End.String(), CommitCSN: cp.CSN, Xid: cp.Xid, AppliedTime: &cp.AppliedTime}
+	if !cp.CommitTime.IsZero() {
+		st.Checkpoint.CommitTime = &cp.CommitTime
+	}
+	if current > cp.End {
+		st.LagBytes = int64(current - cp.End)
+	}
+}
+
+func sinceSeconds(t time.Time) float64 { return time.Since(t).Seconds() }
