@@ -167,7 +167,10 @@ func TestCatchUpAppliesInOrderAndSkipsApplied(t *testing.T) {
 	}
 	tgt := &recordingTarget{cp: checkpoint.Row{SystemID: "sys", End: 0x180}, gate: make(chan struct{})}
 	p := newTestPipeline(src, tgt, true)
-	go func() { time.Sleep(50 * time.Millisecond); close(tgt.gate) }() // let the backlog build
+	// The first Apply waits until the source has queued everything: the
+	// applier sees the backlog.
+	src.sent = make(chan struct{})
+	go func() { <-src.sent; close(tgt.gate) }()
 	if err := p.Run(t.Context()); err != nil {
 		t.Fatal(err)
 	}

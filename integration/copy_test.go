@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"regexp"
@@ -32,9 +31,11 @@ INSERT INTO batches (client, n, body) SELECT g %% 4, g, 'b' FROM generate_series
 
 // copyWriters keeps clients writing until stop: the mixed workload, plus
 // updates and deletes of rows of big that the copy is reading and inserts
-// past them.
-func copyWriters(t *testing.T, dsn string, clients int, stop *atomic.Bool) (wait func() int64) {
+// past them. writing returns once every client has committed a write.
+func copyWriters(t *testing.T, dsn string, clients int, stop *atomic.Bool) (writing func(), wait func() int64) {
 	done := make(chan struct{})
+	started := make(chan struct{})
+	var begun atomic.Int32
 	var n int64
 	var err error
 	go func() {
@@ -57,11 +58,21 @@ func copyWriters(t *testing.T, dsn string, clients int, stop *atomic.Bool) (wait
 			}
 			if err != nil {
 				err = fmt.Errorf("writer %d: %w", client, err)
+			} else if i == 0 && int(begun.Add(1)) == clients {
+				close(started)
 			}
 			return true, true, err
 		})
 	}()
-	return func() int64 {
+	writing = func() {
+		t.Helper()
+		select {
+		case <-started:
+		case <-done:
+			t.Fatalf("the writers ended before each wrote once: %v", err)
+		}
+	}
+	return writing, func() int64 {
 		<-done
 		if err != nil {
 			t.Fatal(err)
@@ -85,8 +96,8 @@ func TestCopyWhileWriting(t *testing.T) {
 				psql(t, p.tgt, copySchema) // empty tables
 			}
 			var stop atomic.Bool
-			wait := copyWriters(t, p.src, 4, &stop)
-			time.Sleep(300 * time.Millisecond) // writes in flight when the snapshot is taken
+			writing, wait := copyWriters(t, p.src, 4, &stop)
+			writing() // writes in flight when the snapshot is taken
 			out := p.mustDecant(args...)
 			stop.Store(true)
 			n := wait()
@@ -105,10 +116,7 @@ func TestCopyWhileWriting(t *testing.T) {
 // LOAD DATA LOCAL INFILE: the copy goes by multi-row INSERTs instead.
 func TestCopyWithoutLocalInfile(t *testing.T) {
 	p := newMySQLPair(t)
-	if _, err := targetMy.Exec(t.Context(), "", "SET GLOBAL local_infile = 0"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { targetMy.Exec(context.Background(), "", "SET GLOBAL local_infile = 1") })
+	setGlobal(t, "local_infile", "0")
 	p.loadCopySource(20000)
 	out := p.mustDecant("copy", "--create-tables", "--jobs", "2") // decant copy is init --copy
 	if !strings.Contains(out, "local_infile") {
@@ -155,9 +163,9 @@ func TestMigrate(t *testing.T) {
 	p := newPair(t)
 	p.loadCopySource(20000)
 	var stop atomic.Bool
-	wait := copyWriters(t, p.src, 2, &stop)
-	time.Sleep(200 * time.Millisecond)
-	go func() { time.Sleep(time.Second); stop.Store(true) }()
+	writing, wait := copyWriters(t, p.src, 2, &stop)
+	writing()
+	go func() { time.Sleep(time.Second); stop.Store(true) }() // writes during the first second of migrate
 	out := p.mustDecant("migrate", "--create-tables", "--catch-up")
 	if !strings.Contains(out, "copied 5 tables") {
 		t.Errorf("migrate did not report the copy:\n%s", out)

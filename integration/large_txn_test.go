@@ -186,8 +186,17 @@ func TestCrashMidStream(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			// Let decant take in part of the transaction, then kill it.
-			time.Sleep(2 * time.Second)
+			// Let decant take in part of the transaction, then kill it: a
+			// spill file holds some of it, or its first streamed block
+			// reached the writer.
+			if tc.mode == "spool" {
+				waitFor(t, 60*time.Second, func() bool {
+					files, _ := filepath.Glob(filepath.Join(spill, "*.spill"))
+					return len(files) > 0
+				})
+			} else {
+				waitLog(t, a, "applying a transaction while it is in progress", 60*time.Second)
+			}
 			a.kill()
 			if tc.mode == "spool" {
 				if files, _ := filepath.Glob(filepath.Join(spill, "*.spill")); len(files) == 0 {

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -64,17 +65,27 @@ func TestMySQLLockWait(t *testing.T) {
 	psql(t, p.src, `INSERT INTO acct SELECT g, 0 FROM generate_series(1, 10) g;`)
 	p.mustDecant("run", "--catch-up")
 
-	if _, err := targetMy.Exec(t.Context(), "", "SET GLOBAL innodb_lock_wait_timeout = 1"); err != nil {
+	setGlobal(t, "innodb_lock_wait_timeout", "1")
+	// Another session holds row 5 for 4 seconds: it has the lock before
+	// decant starts.
+	conn, closeConn := p.myConn()
+	defer closeConn()
+	tx, err := conn.BeginTx(t.Context(), nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { targetMy.Exec(t.Context(), "", "SET GLOBAL innodb_lock_wait_timeout = 50") })
-	// Another session holds row 5 for 4 seconds.
+	var id int
+	if err := tx.QueryRowContext(t.Context(), "SELECT id FROM acct WHERE id = 5 FOR UPDATE").Scan(&id); err != nil {
+		t.Fatal(err)
+	}
 	locker := make(chan error, 1)
 	go func() {
-		_, err := targetMy.Exec(t.Context(), p.name, "START TRANSACTION; SELECT * FROM acct WHERE id = 5 FOR UPDATE; DO SLEEP(4); COMMIT;")
+		_, err := tx.ExecContext(t.Context(), "DO SLEEP(4)")
+		if err == nil {
+			err = tx.Commit()
+		}
 		locker <- err
 	}()
-	time.Sleep(500 * time.Millisecond)
 	a := p.start()
 	psql(t, p.src, `UPDATE acct SET balance = balance + 1;`)
 	xid := queryValue(t, p.src, `INSERT INTO acct VALUES (11, 0) RETURNING pg_current_xact_id()::text`)
@@ -122,4 +133,35 @@ func TestMySQLValues(t *testing.T) {
 			t.Errorf("row %d on MariaDB:\n got %s\nwant %s", id, got, w)
 		}
 	}
+}
+
+// setGlobal sets global variable name of the shared MariaDB target to
+// value (an SQL literal) and puts back the value it had when the test
+// ends, checking that it took: a value left behind would change every
+// later test on the server. The test's context is done by the time
+// cleanup runs, so the reset has a context of its own.
+func setGlobal(t *testing.T, name, value string) {
+	t.Helper()
+	read := func(ctx context.Context) (string, error) {
+		out, err := targetMy.Exec(ctx, "", "SELECT @@GLOBAL."+name)
+		return strings.TrimSpace(out), err
+	}
+	before, err := read(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := targetMy.Exec(t.Context(), "", fmt.Sprintf("SET GLOBAL %s = %s", name, value)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := targetMy.Exec(ctx, "", fmt.Sprintf("SET GLOBAL %s = %s", name, before)); err != nil {
+			t.Errorf("reset %s to %s: %v", name, before, err)
+			return
+		}
+		if now, err := read(ctx); err != nil || now != before {
+			t.Errorf("%s is %q after the reset (%v), want %s", name, now, err, before)
+		}
+	})
 }

@@ -64,13 +64,21 @@ func stallTest(t *testing.T, p, d *pair, prx *proxy, want string, release func()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	var werr error
+	worked := make(chan struct{}) // closed after the first round
 	go func() {
 		defer wg.Done()
-		for !stop.Load() && werr == nil {
+		for n := 0; !stop.Load() && werr == nil; n++ {
 			_, werr = workload(t, p.src, 2, 5)
+			if n == 0 {
+				close(worked)
+			}
 		}
 	}()
-	time.Sleep(500 * time.Millisecond)
+	select {
+	case <-worked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the workload committed no round within 30s")
+	}
 	prx.Stall()
 	stalled := time.Now()
 	waitLog(t, a, want, faultTimeout+20*time.Second)

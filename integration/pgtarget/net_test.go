@@ -1,4 +1,4 @@
-package pg
+package pgtarget
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/decant/decant/apply"
+	"github.com/decant/decant/apply/pg"
 	"github.com/decant/decant/checkpoint"
 	"github.com/decant/decant/integration/harness"
 	"github.com/decant/decant/source"
@@ -116,10 +117,10 @@ func (m *netModel) change() (source.Change, bool) {
 // start equal, and compares them with each other and with the source's
 // model after every commit.
 func TestNetMatchesPlain(t *testing.T) {
-	pg := harness.PostgresT(t, harness.PostgresOptions{})
+	srv := harness.PostgresT(t, harness.PostgresOptions{})
 	ctx := t.Context()
-	net, netDB := netTarget(t, pg, "net_net", false)
-	plain, plainDB := netTarget(t, pg, "net_plain", true)
+	net, netDB := netTarget(t, srv, "net_net", false)
+	plain, plainDB := netTarget(t, srv, "net_plain", true)
 
 	m := &netModel{rng: rand.New(rand.NewPCG(1, 2)), rows: map[string][]source.Value{}}
 	// Rows the target has before the first window: a window's first change
@@ -134,7 +135,7 @@ func TestNetMatchesPlain(t *testing.T) {
 	lsn := source.LSN(1000)
 	commit := func(changes [][]source.Change) {
 		t.Helper()
-		for _, tg := range []*Target{net, plain} {
+		for _, tg := range []*pg.Target{net, plain} {
 			for i, ch := range changes {
 				txn := &source.Txn{Xid: uint32(lsn) + uint32(i), Commit: lsn + source.LSN(i)}
 				if err := tg.Apply(ctx, txn, slices.Clone(ch)); err != nil {
@@ -202,13 +203,13 @@ func netRows(t *testing.T, db *pgx.Conn) []string {
 }
 
 // netTarget is a Target into a new database holding netSchema.
-func netTarget(t *testing.T, pg *harness.Postgres, name string, plain bool) (*Target, *pgx.Conn) {
+func netTarget(t *testing.T, srv *harness.Postgres, name string, plain bool) (*pg.Target, *pgx.Conn) {
 	t.Helper()
 	ctx := t.Context()
-	if err := pg.CreateDatabase(ctx, name); err != nil {
+	if err := srv.CreateDatabase(ctx, name); err != nil {
 		t.Fatal(err)
 	}
-	db, err := pgx.Connect(ctx, pg.DSN(name))
+	db, err := pgx.Connect(ctx, srv.DSN(name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func netTarget(t *testing.T, pg *harness.Postgres, name string, plain bool) (*Ta
 	if _, _, err := checkpoint.PGEnsure(ctx, db, checkpoint.Row{Pipeline: "p", SystemID: "1", Commit: 100, End: 100}); err != nil {
 		t.Fatal(err)
 	}
-	tg, err := New(Config{DSN: pg.DSN(name), Pipeline: "p", Plain: plain})
+	tg, err := pg.New(pg.Config{DSN: srv.DSN(name), Pipeline: "p", Plain: plain})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,8 +236,8 @@ func netTarget(t *testing.T, pg *harness.Postgres, name string, plain bool) (*Ta
 // fails the UPDATE with a ReplayError; applied again change by change,
 // the failure names the change's own transaction.
 func TestNetStatements(t *testing.T) {
-	pg := harness.PostgresT(t, harness.PostgresOptions{})
-	f := newRecFixture(t, pg)
+	srv := harness.PostgresT(t, harness.PostgresOptions{})
+	f := newRecFixture(t, srv)
 	ctx := f.ctx
 	if _, err := f.db.Exec(ctx, `INSERT INTO t SELECT g, 'old' FROM generate_series(1, 10) g`); err != nil {
 		t.Fatal(err)

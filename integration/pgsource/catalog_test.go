@@ -1,4 +1,4 @@
-package pgoutput
+package pgsource
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/decant/decant/integration/harness"
 	"github.com/decant/decant/source"
+	"github.com/decant/decant/source/pgoutput"
 )
 
 // catalogSchema exercises every kind of type ResolveTypes describes and
@@ -140,7 +141,7 @@ func TestCatalog(t *testing.T) {
 		w := wantTypes(func(typ string) uint32 { return oid(t, typ) })
 		var def *source.TableDef
 		var err error
-		n := queries(func() { def, err = DescribeTable(ctx, conn, source.TableName{Schema: "shop", Name: "orders"}) })
+		n := queries(func() { def, err = pgoutput.DescribeTable(ctx, conn, source.TableName{Schema: "shop", Name: "orders"}) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,7 +189,7 @@ func TestCatalog(t *testing.T) {
 		w := wantTypes(func(typ string) uint32 { return oid(t, typ) })
 		var got map[uint32]*source.Type
 		var err error
-		n := queries(func() { got, err = ResolveTypes(ctx, conn, []uint32{w.moods.OID, w.moods.OID}) })
+		n := queries(func() { got, err = pgoutput.ResolveTypes(ctx, conn, []uint32{w.moods.OID, w.moods.OID}) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -218,7 +219,7 @@ func TestCatalog(t *testing.T) {
 		want[multi] = &source.Type{OID: multi, Name: "int4multirange", Kind: source.KindMultirange, Elem: int4}
 		var got map[uint32]*source.Type
 		var err error
-		n := queries(func() { got, err = ResolveTypes(ctx, conn, []uint32{1007, 3904, multi, 22, 19, 600, 23}) })
+		n := queries(func() { got, err = pgoutput.ResolveTypes(ctx, conn, []uint32{1007, 3904, multi, 22, 19, 600, 23}) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,7 +232,7 @@ func TestCatalog(t *testing.T) {
 	})
 
 	t.Run("ResolveTypes missing OID", func(t *testing.T) {
-		_, err := ResolveTypes(ctx, conn, []uint32{23, 4000000000})
+		_, err := pgoutput.ResolveTypes(ctx, conn, []uint32{23, 4000000000})
 		if err == nil || !strings.Contains(err.Error(), "4000000000") {
 			t.Errorf("err = %v, want one naming OID 4000000000", err)
 		}
@@ -239,7 +240,7 @@ func TestCatalog(t *testing.T) {
 
 	t.Run("DescribeTable quoted name", func(t *testing.T) {
 		name := source.TableName{Schema: "Odd Schema", Name: "Mixed Case"}
-		def, err := DescribeTable(ctx, conn, name)
+		def, err := pgoutput.DescribeTable(ctx, conn, name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,7 +255,7 @@ func TestCatalog(t *testing.T) {
 	})
 
 	t.Run("DescribeTable deferrable keys", func(t *testing.T) {
-		def, err := DescribeTable(ctx, conn, source.TableName{Schema: "shop", Name: "dk"})
+		def, err := pgoutput.DescribeTable(ctx, conn, source.TableName{Schema: "shop", Name: "dk"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -267,7 +268,7 @@ func TestCatalog(t *testing.T) {
 		if def.PrimaryKeyDeferral != source.DeferrableImmediate {
 			t.Errorf("primary key deferral %d, want DEFERRABLE INITIALLY IMMEDIATE (%d)", def.PrimaryKeyDeferral, source.DeferrableImmediate)
 		}
-		tree, err := DescribeTable(ctx, conn, source.TableName{Schema: "shop", Name: "tree"})
+		tree, err := pgoutput.DescribeTable(ctx, conn, source.TableName{Schema: "shop", Name: "tree"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -278,12 +279,12 @@ func TestCatalog(t *testing.T) {
 	})
 
 	t.Run("DescribeTable missing table", func(t *testing.T) {
-		_, err := DescribeTable(ctx, conn, source.TableName{Schema: "shop", Name: "nope"})
+		_, err := pgoutput.DescribeTable(ctx, conn, source.TableName{Schema: "shop", Name: "nope"})
 		if err == nil || !strings.Contains(err.Error(), "shop.nope") {
 			t.Errorf("err = %v, want one naming shop.nope", err)
 		}
 		// A sequence is a relation but not a table.
-		_, err = DescribeTable(ctx, conn, source.TableName{Schema: "shop", Name: "shared_seq"})
+		_, err = pgoutput.DescribeTable(ctx, conn, source.TableName{Schema: "shop", Name: "shared_seq"})
 		if err == nil || !strings.Contains(err.Error(), "shop.shared_seq") {
 			t.Errorf("err = %v, want one naming shop.shared_seq", err)
 		}

@@ -1,4 +1,4 @@
-package pg
+package pgtarget
 
 import (
 	"context"
@@ -26,20 +26,6 @@ func inSub(sub uint32, changes ...source.Change) []source.Change {
 	return changes
 }
 
-// recWaitCount waits until the trace holds entry n times: a client's
-// Terminate reaches the proxy after the client has moved on.
-func recWaitCount(t *testing.T, rec *recorder, entry string, n int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for recCount(rec.trace(), entry) != n {
-		if time.Now().After(deadline) {
-			t.Errorf("%q sent %d times, want %d:\n%s", entry, recCount(rec.trace(), entry), n, recShow(rec.trace()))
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func streamedTxn(xid uint32) *source.Txn { return &source.Txn{Xid: xid, Streamed: true} }
 
 func insertRows(rel *source.Relation, from, to int, v string) []source.Change {
@@ -51,10 +37,10 @@ func insertRows(rel *source.Relation, from, to int, v string) []source.Change {
 }
 
 func TestStreamTarget(t *testing.T) {
-	pg := harness.PostgresT(t, harness.PostgresOptions{})
+	srv := harness.PostgresT(t, harness.PostgresOptions{})
 
 	t.Run("subtransactions, main commits meanwhile, commit", func(t *testing.T) {
-		f := newRecFixture(t, pg)
+		f := newRecFixture(t, srv)
 		tx := streamedTxn(500)
 		apply := func(changes []source.Change) {
 			t.Helper()
@@ -130,8 +116,8 @@ func TestStreamTarget(t *testing.T) {
 			}
 			last = i
 		}
-		if len(f.target.streams) != 0 {
-			t.Errorf("%d streams left open", len(f.target.streams))
+		if f.target.Session().Streams != 0 {
+			t.Errorf("%d streams left open", f.target.Session().Streams)
 		}
 	})
 
@@ -140,7 +126,7 @@ func TestStreamTarget(t *testing.T) {
 	// commits; and a scan for a keyless row passes rows the stream has
 	// locked. Neither may make the main connection wait.
 	t.Run("main connection does not wait for a stream", func(t *testing.T) {
-		f := newRecFixture(t, pg)
+		f := newRecFixture(t, srv)
 		if _, err := f.db.Exec(f.ctx, `INSERT INTO t VALUES (1, 'a'), (2, 'b'); INSERT INTO k VALUES (1, 'x'), (2, 'y')`); err != nil {
 			t.Fatal(err)
 		}
@@ -173,7 +159,7 @@ func TestStreamTarget(t *testing.T) {
 	})
 
 	t.Run("abort of the whole transaction", func(t *testing.T) {
-		f := newRecFixture(t, pg)
+		f := newRecFixture(t, srv)
 		// The update after the run sends the run as COPY, inside the
 		// transaction, before the abort.
 		changes := append(insertRows(recT, 1, 20, "gone"), recUpdate(recT, nil, recText("1", "x")))
@@ -195,13 +181,13 @@ func TestStreamTarget(t *testing.T) {
 		if got, want := f.checkpointRow(t), "0/64|0/64|<nil>|<nil>"; got != want {
 			t.Errorf("checkpoint = %q, want %q", got, want)
 		}
-		if len(f.target.streams) != 0 {
-			t.Errorf("%d streams left open", len(f.target.streams))
+		if f.target.Session().Streams != 0 {
+			t.Errorf("%d streams left open", f.target.Session().Streams)
 		}
 	})
 
 	t.Run("two streams, one commits, the rest rolled back", func(t *testing.T) {
-		f := newRecFixture(t, pg)
+		f := newRecFixture(t, srv)
 		if err := f.target.StreamApply(f.ctx, streamedTxn(700), inSub(700, recInsert(recT, "1", "a"))); err != nil {
 			t.Fatalf("StreamApply 700: %v", err)
 		}
@@ -214,12 +200,12 @@ func TestStreamTarget(t *testing.T) {
 		if err := f.target.StreamCommit(f.ctx, 701, checkpoint.Row{Pipeline: "p", SystemID: "1", Commit: 400, End: 410, Xid: 701}); err != nil {
 			t.Fatalf("StreamCommit: %v", err)
 		}
-		if len(f.target.streams) != 2 {
-			t.Fatalf("%d streams open, want 2", len(f.target.streams))
+		if f.target.Session().Streams != 2 {
+			t.Fatalf("%d streams open, want 2", f.target.Session().Streams)
 		}
 		f.target.StreamRollbackAll(f.ctx)
-		if len(f.target.streams) != 0 {
-			t.Errorf("%d streams left open", len(f.target.streams))
+		if f.target.Session().Streams != 0 {
+			t.Errorf("%d streams left open", f.target.Session().Streams)
 		}
 		if n := recCount(f.rec.trace(), "StartupMessage"); n != 3 {
 			t.Errorf("%d connections, want one per stream", n)
@@ -240,13 +226,13 @@ func TestStreamTarget(t *testing.T) {
 	})
 
 	t.Run("Close closes the streams", func(t *testing.T) {
-		f := newRecFixture(t, pg)
+		f := newRecFixture(t, srv)
 		if err := f.target.StreamApply(f.ctx, streamedTxn(750), inSub(750, insertRows(recT, 1, 10, "x")...)); err != nil {
 			t.Fatalf("StreamApply: %v", err)
 		}
 		f.target.Close(f.ctx)
-		if len(f.target.streams) != 0 {
-			t.Errorf("%d streams left open", len(f.target.streams))
+		if f.target.Session().Streams != 0 {
+			t.Errorf("%d streams left open", f.target.Session().Streams)
 		}
 		recWaitCount(t, f.rec, "Terminate", 2) // the stream's and the main one
 		f.wantRows(t, `SELECT id FROM t`)
@@ -256,7 +242,7 @@ func TestStreamTarget(t *testing.T) {
 	})
 
 	t.Run("errors name the xid and table", func(t *testing.T) {
-		f := newRecFixture(t, pg)
+		f := newRecFixture(t, srv)
 		if err := f.target.StreamApply(f.ctx, streamedTxn(800), inSub(801, recUpdate(recT, nil, recText("987654", "SECRET")))); err != nil {
 			t.Fatalf("StreamApply: %v", err)
 		}
@@ -275,7 +261,7 @@ func TestStreamTarget(t *testing.T) {
 		if strings.Contains(msg, "SECRET") || strings.Contains(msg, "987654") {
 			t.Errorf("error %q contains row values", msg)
 		}
-		if len(f.target.streams) != 0 {
+		if f.target.Session().Streams != 0 {
 			t.Errorf("the failed stream is still open")
 		}
 		if slices.Contains(f.rec.trace(), recCommit) {
@@ -287,7 +273,7 @@ func TestStreamTarget(t *testing.T) {
 	})
 
 	t.Run("the stream's session replicates like the main one", func(t *testing.T) {
-		f := newRecFixture(t, pg)
+		f := newRecFixture(t, srv)
 		// An ordinary trigger fires only outside session_replication_role = replica.
 		if _, err := f.db.Exec(f.ctx, `CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE 'trigger fired'; END $$;
 			CREATE TRIGGER refuse BEFORE INSERT ON t FOR EACH ROW EXECUTE FUNCTION refuse()`); err != nil {
@@ -303,7 +289,7 @@ func TestStreamTarget(t *testing.T) {
 	})
 
 	t.Run("commit of a stream that wrote nothing", func(t *testing.T) {
-		f := newRecFixture(t, pg)
+		f := newRecFixture(t, srv)
 		if err := f.target.StreamCommit(f.ctx, 950, checkpoint.Row{Pipeline: "p", SystemID: "1", Commit: 400, End: 410, Xid: 950}); err != nil {
 			t.Fatalf("StreamCommit: %v", err)
 		}
@@ -317,12 +303,12 @@ func TestStreamTarget(t *testing.T) {
 	})
 
 	t.Run("schema change refused", func(t *testing.T) {
-		f := newRecFixture(t, pg)
+		f := newRecFixture(t, srv)
 		err := f.target.StreamApply(f.ctx, streamedTxn(990), []source.Change{{Op: source.OpDDL, Sub: 990, DDL: &source.DDL{Tag: "ALTER TABLE"}}})
 		if !errors.Is(err, apply.ErrStreamedDDL) {
 			t.Fatalf("StreamApply = %v, want ErrStreamedDDL", err)
 		}
-		if len(f.target.streams) != 0 || slices.Contains(f.rec.trace(), "StartupMessage") {
+		if f.target.Session().Streams != 0 || slices.Contains(f.rec.trace(), "StartupMessage") {
 			t.Errorf("a connection was opened for a refused change")
 		}
 	})

@@ -1,4 +1,8 @@
-package bulk
+// Package bulkcopy tests the initial copy (apply/bulk) against real
+// servers that the harness starts: a source and a target database in one
+// PostgreSQL cluster, and a MariaDB. The copy's server-free tests stay
+// beside it in apply/bulk.
+package bulkcopy
 
 import (
 	"context"
@@ -11,14 +15,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/decant/decant/apply/bulk"
 	"github.com/decant/decant/apply/mysql"
 	"github.com/decant/decant/integration/harness"
 	"github.com/decant/decant/source"
 	"github.com/decant/decant/source/pgoutput"
 )
-
-// These tests run Copy against real servers the harness starts: a source
-// and a target database in one PostgreSQL cluster, and a MariaDB.
 
 // recProgress records Progress calls.
 type recProgress struct {
@@ -107,8 +109,8 @@ func (f *fixture) export(t *testing.T) {
 	}
 }
 
-func (f *fixture) config(t *testing.T, target string, tables ...string) Config {
-	cfg := Config{Source: f.src, Snapshot: f.snapshot, AsOf: 0x1000, Target: target, Pipeline: "p1", Jobs: 3}
+func (f *fixture) config(t *testing.T, target string, tables ...string) bulk.Config {
+	cfg := bulk.Config{Source: f.src, Snapshot: f.snapshot, AsOf: 0x1000, Target: target, Pipeline: "p1", Jobs: 3}
 	for _, name := range tables {
 		def, err := pgoutput.DescribeTable(t.Context(), f.srcConn, source.TableName{Schema: "public", Name: name})
 		if err != nil {
@@ -168,7 +170,7 @@ func TestCopyPostgres(t *testing.T) {
 
 	cfg := f.config(t, f.tgt, "big", "moods", "parts", "checked")
 	cfg.SplitBytes = 256 << 10
-	res, err := Copy(t.Context(), cfg)
+	res, err := bulk.Copy(t.Context(), cfg)
 	if err == nil {
 		t.Fatal("copy succeeded although the target refuses a row")
 	}
@@ -181,14 +183,14 @@ func TestCopyPostgres(t *testing.T) {
 	// The failed task left nothing; the others may have committed. Fix the
 	// target and run again: only what is not done is copied.
 	exec(t, tgt, "ALTER TABLE checked DROP CONSTRAINT no77")
-	_, remaining, err := Pending(t.Context(), f.tgt, "p1")
+	_, remaining, err := bulk.Pending(t.Context(), f.tgt, "p1")
 	if err != nil || !slices.Contains(remaining, source.TableName{Schema: "public", Name: "checked"}) {
 		t.Fatalf("Pending after the failure: %v %v", remaining, err)
 	}
 	// A Progress per call, as each call reports every table from the start.
 	prog := newRecProgress()
 	cfg.Progress = prog
-	res2, err := Copy(t.Context(), cfg)
+	res2, err := bulk.Copy(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,14 +224,14 @@ func TestCopyPostgres(t *testing.T) {
 	// Run again: everything is skipped and reported as copied before.
 	prog2 := newRecProgress()
 	cfg.Progress = prog2
-	res3, err := Copy(t.Context(), cfg)
+	res3, err := bulk.Copy(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res3.Tasks != 0 || res3.Skipped != res2.Tasks+res2.Skipped || prog2.rows[big] != 20000 || prog2.done[big] != 1 {
 		t.Errorf("a finished copy run again: %+v, progress rows %d done %d", res3, prog2.rows[big], prog2.done[big])
 	}
-	asOf, remaining, err := Pending(t.Context(), f.tgt, "p1")
+	asOf, remaining, err := bulk.Pending(t.Context(), f.tgt, "p1")
 	if err != nil || asOf != cfg.AsOf || len(remaining) != 0 {
 		t.Errorf("Pending: %s %v %v", asOf, remaining, err)
 	}
@@ -237,16 +239,16 @@ func TestCopyPostgres(t *testing.T) {
 	// Another AsOf is refused; a forgotten copy finds the tables full.
 	other := cfg
 	other.AsOf++
-	if _, err := Copy(t.Context(), other); !errors.Is(err, ErrDifferentAsOf) {
+	if _, err := bulk.Copy(t.Context(), other); !errors.Is(err, bulk.ErrDifferentAsOf) {
 		t.Errorf("copy with another AsOf: %v, want ErrDifferentAsOf", err)
 	}
-	if err := Forget(t.Context(), f.tgt, "p1"); err != nil {
+	if err := bulk.Forget(t.Context(), f.tgt, "p1"); err != nil {
 		t.Fatal(err)
 	}
-	if asOf, remaining, err := Pending(t.Context(), f.tgt, "p1"); asOf != 0 || remaining != nil || err != nil {
+	if asOf, remaining, err := bulk.Pending(t.Context(), f.tgt, "p1"); asOf != 0 || remaining != nil || err != nil {
 		t.Errorf("Pending after Forget: %s %v %v", asOf, remaining, err)
 	}
-	if _, err := Copy(t.Context(), cfg); !errors.Is(err, ErrNotEmpty) || !strings.Contains(err.Error(), "empty it or drop and re-create it") {
+	if _, err := bulk.Copy(t.Context(), cfg); !errors.Is(err, bulk.ErrNotEmpty) || !strings.Contains(err.Error(), "empty it or drop and re-create it") {
 		t.Errorf("copy into full tables: %v, want ErrNotEmpty", err)
 	}
 }
@@ -256,14 +258,14 @@ func TestCopySnapshotGone(t *testing.T) {
 	f := newFixture(t, pg, "gone", "CREATE TABLE a (id integer);", "INSERT INTO a VALUES (1)")
 	cfg := f.config(t, f.tgt, "a")
 	cfg.Snapshot = "00000003-00000002-1" // never exported
-	if _, err := Copy(t.Context(), cfg); !errors.Is(err, ErrSnapshotGone) {
+	if _, err := bulk.Copy(t.Context(), cfg); !errors.Is(err, bulk.ErrSnapshotGone) {
 		t.Errorf("copy under a snapshot that is gone: %v, want ErrSnapshotGone", err)
 	}
 	// Neither Pending nor Forget needs the state table to exist.
-	if asOf, rem, err := Pending(t.Context(), f.tgt, "p1"); asOf != 0 || rem != nil || err != nil {
+	if asOf, rem, err := bulk.Pending(t.Context(), f.tgt, "p1"); asOf != 0 || rem != nil || err != nil {
 		t.Errorf("Pending without state: %s %v %v", asOf, rem, err)
 	}
-	if err := Forget(t.Context(), f.tgt, "p1"); err != nil {
+	if err := bulk.Forget(t.Context(), f.tgt, "p1"); err != nil {
 		t.Errorf("Forget without state: %v", err)
 	}
 }
@@ -301,7 +303,7 @@ func TestCopyMariaDB(t *testing.T) {
 
 	// small's value does not fit VARCHAR(2): the task fails, naming the
 	// column and not the value.
-	_, err := Copy(t.Context(), cfg)
+	_, err := bulk.Copy(t.Context(), cfg)
 	if err == nil || !strings.Contains(err.Error(), "public.small") || !strings.Contains(err.Error(), "column v") ||
 		strings.Contains(err.Error(), "fits") {
 		t.Fatalf("copy of a value the target cannot hold: %v", err)
@@ -309,7 +311,7 @@ func TestCopyMariaDB(t *testing.T) {
 	if _, err := my.Exec(t.Context(), "cp", "ALTER TABLE small MODIFY v VARCHAR(10)"); err != nil {
 		t.Fatal(err)
 	}
-	res, err := Copy(t.Context(), cfg)
+	res, err := bulk.Copy(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,12 +413,12 @@ func TestBinaryIO(t *testing.T) {
 			oids = append(oids, oid)
 		}
 		for _, version := range []int{0, 130000} { // 13: no multirange branch
-			got, err := binaryIO(t.Context(), conn, version, oids)
+			got, err := bulk.BinaryIO(t.Context(), conn, version, oids)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got != tc.want {
-				t.Errorf("binaryIO(%v) with version %d = %v, want %v", tc.types, version, got, tc.want)
+				t.Errorf("BinaryIO(%v) with version %d = %v, want %v", tc.types, version, got, tc.want)
 			}
 		}
 	}
