@@ -12,7 +12,6 @@ import (
 	"github.com/decant/decant/checkpoint"
 	"github.com/decant/decant/mapping"
 	"github.com/decant/decant/source"
-	"github.com/decant/decant/source/pgoutput"
 )
 
 // world is a fake source and target that record, in one list, every call
@@ -21,8 +20,8 @@ type world struct {
 	t     *testing.T
 	calls []string
 
-	tables     []pgoutput.Table
-	slot       pgoutput.SlotStatus
+	tables     []source.Table
+	slot       source.SlotStatus
 	row        *checkpoint.Row // the target's checkpoint row; nil: none
 	missing    []source.TableName
 	problems   []string
@@ -43,7 +42,7 @@ type world struct {
 func newWorld(t *testing.T) *world {
 	return &world{
 		t: t, systemID: "7001", consistent: 0x1000, fence: 0x2000,
-		tables: []pgoutput.Table{
+		tables: []source.Table{
 			{Name: source.TableName{Schema: "public", Name: "a"}, Identity: source.IdentityDefault, HasPK: true},
 			{Name: source.TableName{Schema: "public", Name: "b"}, Identity: source.IdentityFull},
 		},
@@ -118,12 +117,12 @@ var _ pgSource = (*fakeSource)(nil)
 
 func (s *fakeSource) CheckServer(context.Context) error { s.w.call("source.check"); return nil }
 
-func (s *fakeSource) SelectTables(context.Context, source.TableFilter) ([]pgoutput.Table, error) {
+func (s *fakeSource) SelectTables(context.Context, source.TableFilter) ([]source.Table, error) {
 	s.w.call("source.tables")
 	return s.w.tables, nil
 }
 
-func (s *fakeSource) Relation(_ context.Context, t pgoutput.Table) (*source.Relation, error) {
+func (s *fakeSource) Relation(_ context.Context, t source.Table) (*source.Relation, error) {
 	return &source.Relation{Schema: t.Name.Schema, Name: t.Name.Name}, nil
 }
 
@@ -163,7 +162,7 @@ func (s *fakeSource) RemoveDDLCapture(context.Context) (bool, error) {
 	return false, nil
 }
 
-func (s *fakeSource) ReadSlot(context.Context) (pgoutput.SlotStatus, error) {
+func (s *fakeSource) ReadSlot(context.Context) (source.SlotStatus, error) {
 	s.w.call("source.read-slot")
 	return s.w.slot, nil
 }

@@ -16,8 +16,8 @@ import (
 // server and export a snapshot.
 type pgSource interface {
 	CheckServer(ctx context.Context) error
-	SelectTables(ctx context.Context, filter source.TableFilter) ([]pgoutput.Table, error)
-	Relation(ctx context.Context, t pgoutput.Table) (*source.Relation, error)
+	SelectTables(ctx context.Context, filter source.TableFilter) ([]source.Table, error)
+	Relation(ctx context.Context, t source.Table) (*source.Relation, error)
 	DescribeTable(ctx context.Context, name source.TableName) (*source.TableDef, error)
 	SystemID(ctx context.Context) (string, error)
 
@@ -26,7 +26,7 @@ type pgSource interface {
 	InstallDDLCapture(ctx context.Context, filter source.TableFilter) error
 	RemoveDDLCapture(ctx context.Context) (bool, error)
 
-	ReadSlot(ctx context.Context) (pgoutput.SlotStatus, error)
+	ReadSlot(ctx context.Context) (source.SlotStatus, error)
 	EnsureSlot(ctx context.Context) (consistent source.LSN, created bool, err error)
 	ExportSlot(ctx context.Context) (*exportedSlot, error)
 	DropSlot(ctx context.Context) (bool, error)
@@ -71,11 +71,11 @@ func (s *pgSession) CheckServer(ctx context.Context) error {
 	return pgoutput.CheckServer(ctx, s.conn, s.pipeline)
 }
 
-func (s *pgSession) SelectTables(ctx context.Context, filter source.TableFilter) ([]pgoutput.Table, error) {
+func (s *pgSession) SelectTables(ctx context.Context, filter source.TableFilter) ([]source.Table, error) {
 	return pgoutput.SelectTables(ctx, s.conn, filter)
 }
 
-func (s *pgSession) Relation(ctx context.Context, t pgoutput.Table) (*source.Relation, error) {
+func (s *pgSession) Relation(ctx context.Context, t source.Table) (*source.Relation, error) {
 	return pgoutput.Relation(ctx, s.conn, t)
 }
 
@@ -109,7 +109,7 @@ func (s *pgSession) RemoveDDLCapture(ctx context.Context) (bool, error) {
 	return pgoutput.RemoveDDLCapture(ctx, s.conn, s.pipeline)
 }
 
-func (s *pgSession) ReadSlot(ctx context.Context) (pgoutput.SlotStatus, error) {
+func (s *pgSession) ReadSlot(ctx context.Context) (source.SlotStatus, error) {
 	return pgoutput.ReadSlot(ctx, s.conn, s.pipeline)
 }
 
