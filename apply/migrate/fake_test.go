@@ -62,7 +62,7 @@ func (w *world) env() *env {
 	sessions := 0
 	return &env{
 		cfg:    cfg,
-		source: func(context.Context) (pgSource, error) { w.call("source.connect"); return &fakeSource{w}, nil },
+		source: func(context.Context) (PGSource, error) { w.call("source.connect"); return &fakeSource{w}, nil },
 		target: func(context.Context) (target, error) {
 			sessions++
 			w.call("target.connect %d", sessions)
@@ -113,7 +113,7 @@ func (w *world) has(prefix string) bool {
 
 type fakeSource struct{ w *world }
 
-var _ pgSource = (*fakeSource)(nil)
+var _ PGSource = (*fakeSource)(nil)
 
 func (s *fakeSource) CheckServer(context.Context) error { s.w.call("source.check"); return nil }
 
@@ -174,10 +174,10 @@ func (s *fakeSource) EnsureSlot(context.Context) (source.LSN, bool, error) {
 	return s.w.consistent, created, nil
 }
 
-func (s *fakeSource) ExportSlot(context.Context) (*exportedSlot, error) {
+func (s *fakeSource) ExportSlot(context.Context) (*source.ExportedSlot, error) {
 	s.w.call("source.export")
 	s.w.slot.Exists = true
-	return &exportedSlot{Consistent: s.w.consistent, Snapshot: "snap-1", close: func(context.Context) { s.w.call("source.export-close") }}, nil
+	return source.NewExportedSlot(s.w.consistent, "snap-1", func(context.Context) { s.w.call("source.export-close") }), nil
 }
 
 func (s *fakeSource) DropSlot(context.Context) (bool, error) {
