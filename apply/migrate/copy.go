@@ -42,7 +42,7 @@ const copyRetries = 5
 // begun, the tables it filled are emptied. Its snapshot ended with the
 // process that exported it, and rows changed since cannot be told apart
 // from rows copied, so the copy starts over.
-func (e *env) exportForCopy(ctx context.Context, src pgSource, tgt target, names []source.TableName, hasRow bool) (*exportedSlot, error) {
+func (e *env) exportForCopy(ctx context.Context, src PGSource, tgt target, names []source.TableName, hasRow bool) (*source.ExportedSlot, error) {
 	if hasRow {
 		return nil, &UsageError{fmt.Errorf("pipeline %s is already initialized; --copy copies the tables when a pipeline starts: run decant drop --yes first (and empty the target tables), then init --copy", e.cfg.Pipeline)}
 	}
@@ -70,7 +70,7 @@ func (e *env) exportForCopy(ctx context.Context, src pgSource, tgt target, names
 
 // restartCopy undoes an interrupted copy: the rows it put in the target
 // tables, the copy state, and the slot.
-func restartCopy(ctx context.Context, src pgSource, tgt target, names []source.TableName, copied bool) error {
+func restartCopy(ctx context.Context, src PGSource, tgt target, names []source.TableName, copied bool) error {
 	if copied {
 		if err := tgt.Empty(ctx, names); err != nil {
 			return err
@@ -85,7 +85,7 @@ func restartCopy(ctx context.Context, src pgSource, tgt target, names []source.T
 
 // copyTables copies the selected tables under the exported snapshot, then
 // builds the secondary indexes of the tables init created.
-func (e *env) copyTables(ctx context.Context, src pgSource, exp *exportedSlot, p *initPlan, o InitOptions) error {
+func (e *env) copyTables(ctx context.Context, src PGSource, exp *source.ExportedSlot, p *initPlan, o InitOptions) error {
 	defs, err := describeTables(ctx, src, p.tables)
 	if err != nil {
 		return err

@@ -132,7 +132,7 @@ func (e *env) waitCheckpoint(ctx context.Context, tgt Admin, pos source.LSN) (ch
 // syncSequences sets each target sequence (or AUTO_INCREMENT) so that it
 // gives next what the source's would, and says what it set. On an error
 // it returns what it had set so far.
-func (e *env) syncSequences(ctx context.Context, src pgSource, tgt Admin) ([]string, error) {
+func (e *env) syncSequences(ctx context.Context, src PGSource, tgt Admin) ([]string, error) {
 	tables, err := src.SelectTables(ctx, e.cfg.Tables)
 	if err != nil {
 		return nil, err

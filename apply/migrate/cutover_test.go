@@ -9,7 +9,6 @@ import (
 
 	"github.com/decant/decant/checkpoint"
 	"github.com/decant/decant/source"
-	"github.com/decant/decant/source/pgoutput"
 )
 
 // Cutover writes the fence, waits until the checkpoint has passed it, and
@@ -108,7 +107,7 @@ func TestDropOrder(t *testing.T) {
 // in seconds by the source's flush lag while a run streams.
 func TestStatusLag(t *testing.T) {
 	w := newWorld(t)
-	w.slot = pgoutput.SlotStatus{Exists: true, Active: true, ActivePID: 12, Current: 0x3000, Confirmed: 0x2000, FlushLag: 1500 * time.Millisecond, HasFlushLag: true}
+	w.slot = source.SlotStatus{Exists: true, Active: true, ActivePID: 12, Current: 0x3000, Confirmed: 0x2000, FlushLag: 1500 * time.Millisecond, HasFlushLag: true}
 	w.row = &checkpoint.Row{Pipeline: "p", Commit: 0x1f00, End: 0x2000}
 	e := w.env()
 	st, err := e.status(context.Background(), &fakeSource{w}, &fakeTarget{w: w})

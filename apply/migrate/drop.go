@@ -26,7 +26,7 @@ func Drop(ctx context.Context, cfg Config) (Dropped, error) {
 	return e.drop(ctx, src, tgt)
 }
 
-func (e *env) drop(ctx context.Context, src pgSource, tgt target) (Dropped, error) {
+func (e *env) drop(ctx context.Context, src PGSource, tgt target) (Dropped, error) {
 	var d Dropped
 	var err error
 	if d.Slot, err = src.DropSlot(ctx); err != nil {

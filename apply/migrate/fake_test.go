@@ -12,7 +12,6 @@ import (
 	"github.com/decant/decant/checkpoint"
 	"github.com/decant/decant/mapping"
 	"github.com/decant/decant/source"
-	"github.com/decant/decant/source/pgoutput"
 )
 
 // world is a fake source and target that record, in one list, every call
@@ -21,8 +20,8 @@ type world struct {
 	t     *testing.T
 	calls []string
 
-	tables     []pgoutput.Table
-	slot       pgoutput.SlotStatus
+	tables     []source.Table
+	slot       source.SlotStatus
 	row        *checkpoint.Row // the target's checkpoint row; nil: none
 	missing    []source.TableName
 	problems   []string
@@ -43,7 +42,7 @@ type world struct {
 func newWorld(t *testing.T) *world {
 	return &world{
 		t: t, systemID: "7001", consistent: 0x1000, fence: 0x2000,
-		tables: []pgoutput.Table{
+		tables: []source.Table{
 			{Name: source.TableName{Schema: "public", Name: "a"}, Identity: source.IdentityDefault, HasPK: true},
 			{Name: source.TableName{Schema: "public", Name: "b"}, Identity: source.IdentityFull},
 		},
@@ -63,7 +62,7 @@ func (w *world) env() *env {
 	sessions := 0
 	return &env{
 		cfg:    cfg,
-		source: func(context.Context) (pgSource, error) { w.call("source.connect"); return &fakeSource{w}, nil },
+		source: func(context.Context) (PGSource, error) { w.call("source.connect"); return &fakeSource{w}, nil },
 		target: func(context.Context) (target, error) {
 			sessions++
 			w.call("target.connect %d", sessions)
@@ -114,16 +113,16 @@ func (w *world) has(prefix string) bool {
 
 type fakeSource struct{ w *world }
 
-var _ pgSource = (*fakeSource)(nil)
+var _ PGSource = (*fakeSource)(nil)
 
 func (s *fakeSource) CheckServer(context.Context) error { s.w.call("source.check"); return nil }
 
-func (s *fakeSource) SelectTables(context.Context, source.TableFilter) ([]pgoutput.Table, error) {
+func (s *fakeSource) SelectTables(context.Context, source.TableFilter) ([]source.Table, error) {
 	s.w.call("source.tables")
 	return s.w.tables, nil
 }
 
-func (s *fakeSource) Relation(_ context.Context, t pgoutput.Table) (*source.Relation, error) {
+func (s *fakeSource) Relation(_ context.Context, t source.Table) (*source.Relation, error) {
 	return &source.Relation{Schema: t.Name.Schema, Name: t.Name.Name}, nil
 }
 
@@ -163,7 +162,7 @@ func (s *fakeSource) RemoveDDLCapture(context.Context) (bool, error) {
 	return false, nil
 }
 
-func (s *fakeSource) ReadSlot(context.Context) (pgoutput.SlotStatus, error) {
+func (s *fakeSource) ReadSlot(context.Context) (source.SlotStatus, error) {
 	s.w.call("source.read-slot")
 	return s.w.slot, nil
 }
@@ -175,10 +174,10 @@ func (s *fakeSource) EnsureSlot(context.Context) (source.LSN, bool, error) {
 	return s.w.consistent, created, nil
 }
 
-func (s *fakeSource) ExportSlot(context.Context) (*exportedSlot, error) {
+func (s *fakeSource) ExportSlot(context.Context) (*source.ExportedSlot, error) {
 	s.w.call("source.export")
 	s.w.slot.Exists = true
-	return &exportedSlot{Consistent: s.w.consistent, Snapshot: "snap-1", close: func(context.Context) { s.w.call("source.export-close") }}, nil
+	return source.NewExportedSlot(s.w.consistent, "snap-1", func(context.Context) { s.w.call("source.export-close") }), nil
 }
 
 func (s *fakeSource) DropSlot(context.Context) (bool, error) {

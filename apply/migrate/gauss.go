@@ -8,7 +8,6 @@ import (
 
 	"github.com/decant/decant/checkpoint"
 	"github.com/decant/decant/source"
-	"github.com/decant/decant/source/gauss"
 )
 
 // GaussDB and openGauss sources have no publications: the tables come
@@ -26,6 +25,9 @@ func InitGauss(ctx context.Context, cfg Config, o InitOptions) (InitResult, erro
 	if o.Copy {
 		return InitResult{}, &UsageError{errors.New("the initial copy needs a PostgreSQL source (an exported snapshot); for GaussDB, copy the tables first, then init and run")}
 	}
+	if cfg.Gauss == nil {
+		return InitResult{}, errors.New("migrate: Config.Gauss is not set; the caller passes the GaussDB decoding options (source/gauss.Options)")
+	}
 	if o.DDL && !cfg.Gauss.DDL() {
 		return InitResult{}, &UsageError{errors.New("--ddl needs the decoding option enable-ddl-decoding=true (--source-option enable-ddl-decoding=true), or the source does not send DDL")}
 	}
@@ -36,7 +38,7 @@ func InitGauss(ctx context.Context, cfg Config, o InitOptions) (InitResult, erro
 	for _, w := range cfg.Gauss.Warnings() {
 		e.cfg.Logger.Warn(w)
 	}
-	src, err := gauss.OpenAdmin(ctx, cfg.Source)
+	src, err := e.cfg.openGauss(ctx)
 	if err != nil {
 		return InitResult{}, err
 	}
@@ -50,11 +52,11 @@ func InitGauss(ctx context.Context, cfg Config, o InitOptions) (InitResult, erro
 		return InitResult{}, err
 	}
 	if o.CreateTables || o.DDL {
-		if err := e.gaussTables(ctx, tgt, o); err != nil {
+		if err := e.gaussTables(ctx, src, tgt, o); err != nil {
 			return InitResult{}, err
 		}
 	}
-	slot, created, err := src.EnsureSlot(ctx, cfg.Pipeline, cfg.Gauss.CSNOrder())
+	slot, created, err := src.EnsureSlot(ctx)
 	if err != nil {
 		return InitResult{}, err
 	}
@@ -65,20 +67,20 @@ func InitGauss(ctx context.Context, cfg Config, o InitOptions) (InitResult, erro
 		return InitResult{}, err
 	}
 	if created {
-		e.cfg.Logger.Info("slot created", "slot", cfg.Pipeline, "plugin", gauss.Plugin, "position", slot.Confirmed.String(), "csn", slot.ConfirmedCSN)
+		e.cfg.Logger.Info("slot created", "slot", cfg.Pipeline, "plugin", slot.Plugin, "position", slot.Confirmed.String(), "csn", slot.ConfirmedCSN)
 	}
 	return InitResult{Checkpoint: row, Changed: created || rowCreated}, nil
 }
 
 // checkGaussPipeline refuses a checkpoint row without its slot, or of
 // another source system.
-func (e *env) checkGaussPipeline(ctx context.Context, src *gauss.Admin, tgt target) error {
+func (e *env) checkGaussPipeline(ctx context.Context, src GaussSource, tgt target) error {
 	stored, err := tgt.ReadCheckpoint(ctx, e.cfg.Pipeline)
 	hasRow := err == nil
 	if err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
 		return err
 	}
-	slot, err := src.Slot(ctx, e.cfg.Pipeline)
+	slot, err := src.Slot(ctx)
 	if err != nil {
 		return err
 	}
@@ -94,8 +96,8 @@ func (e *env) checkGaussPipeline(ctx context.Context, src *gauss.Admin, tgt targ
 // gaussTables reads the selected tables from the source catalog, creates
 // the missing ones on the target (CreateTables) and records their
 // definitions for schema changes to start from (DDL).
-func (e *env) gaussTables(ctx context.Context, tgt target, o InitOptions) error {
-	defs, err := gauss.DescribeTables(ctx, e.cfg.Source, e.cfg.Tables, e.cfg.Gauss.Rowno())
+func (e *env) gaussTables(ctx context.Context, src GaussSource, tgt target, o InitOptions) error {
+	defs, err := src.DescribeTables(ctx, e.cfg.Tables)
 	if err != nil {
 		return err
 	}
@@ -144,7 +146,7 @@ func ReadStatusGauss(ctx context.Context, cfg Config) (Status, error) {
 	if err != nil {
 		return st, err
 	}
-	src, err := gauss.OpenAdmin(ctx, cfg.Source)
+	src, err := e.cfg.openGauss(ctx)
 	if err != nil {
 		return st, err
 	}
@@ -154,7 +156,7 @@ func ReadStatusGauss(ctx context.Context, cfg Config) (Status, error) {
 		return st, err
 	}
 	defer tgt.Close(ctx)
-	s, err := src.Slot(ctx, cfg.Pipeline)
+	s, err := src.Slot(ctx)
 	if err != nil {
 		return st, err
 	}
@@ -186,7 +188,7 @@ func DropGauss(ctx context.Context, cfg Config) (Dropped, error) {
 	if err != nil {
 		return d, err
 	}
-	src, err := gauss.OpenAdmin(ctx, cfg.Source)
+	src, err := e.cfg.openGauss(ctx)
 	if err != nil {
 		return d, err
 	}
@@ -196,7 +198,7 @@ func DropGauss(ctx context.Context, cfg Config) (Dropped, error) {
 		return d, err
 	}
 	defer tgt.Close(ctx)
-	if d.Slot, err = src.DropSlot(ctx, cfg.Pipeline); err != nil {
+	if d.Slot, err = src.DropSlot(ctx); err != nil {
 		return d, err
 	}
 	if err := tgt.ForgetSchema(ctx); err != nil {

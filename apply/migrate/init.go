@@ -9,7 +9,6 @@ import (
 
 	"github.com/decant/decant/checkpoint"
 	"github.com/decant/decant/source"
-	"github.com/decant/decant/source/pgoutput"
 )
 
 // InitOptions are init's choices beyond Config.
@@ -71,7 +70,7 @@ func Init(ctx context.Context, cfg Config, o InitOptions) (InitResult, error) {
 
 // initPlan is what init found, and did on the source, before the slot.
 type initPlan struct {
-	tables         []pgoutput.Table
+	tables         []source.Table
 	names          []source.TableName
 	created        []*source.TableDef // target tables init made; for a copy, without secondary indexes yet
 	hasRow         bool               // the target holds the pipeline's checkpoint row
@@ -132,7 +131,7 @@ func (e *env) init(ctx context.Context, o InitOptions) (InitResult, error) {
 // tables when asked), refuses a checkpoint row of another slot or source
 // system, updates the publication and, with DDL, installs the capture:
 // everything init does before the slot.
-func (e *env) prepare(ctx context.Context, src pgSource, tgt target, o InitOptions) (*initPlan, error) {
+func (e *env) prepare(ctx context.Context, src PGSource, tgt target, o InitOptions) (*initPlan, error) {
 	if err := src.CheckServer(ctx); err != nil {
 		return nil, err
 	}
@@ -201,7 +200,7 @@ func (e *env) logInit(p *initPlan, o InitOptions, start source.LSN, slotCreated,
 // With CreateTables it makes the missing ones first (for a copy, without
 // their secondary indexes, which are built after it) and returns their
 // definitions.
-func (e *env) checkTables(ctx context.Context, src pgSource, tgt target, tables []pgoutput.Table, o InitOptions) ([]source.TableName, []*source.TableDef, error) {
+func (e *env) checkTables(ctx context.Context, src PGSource, tgt target, tables []source.Table, o InitOptions) ([]source.TableName, []*source.TableDef, error) {
 	names, rels, noIdentity, err := relations(ctx, src, tables)
 	if err != nil {
 		return nil, nil, err
@@ -236,7 +235,7 @@ func (e *env) checkTables(ctx context.Context, src pgSource, tgt target, tables 
 
 // relations reads the tables' relations from the source, and names the
 // tables without a replica identity.
-func relations(ctx context.Context, src pgSource, tables []pgoutput.Table) ([]source.TableName, []*source.Relation, []string, error) {
+func relations(ctx context.Context, src PGSource, tables []source.Table) ([]source.TableName, []*source.Relation, []string, error) {
 	var noIdentity []string
 	names := make([]source.TableName, len(tables))
 	rels := make([]*source.Relation, len(tables))
@@ -261,7 +260,7 @@ func relations(ctx context.Context, src pgSource, tables []pgoutput.Table) ([]so
 // be created); when nothing is refused (replicable says the source side
 // passed too), they are created and the target asked again. It returns
 // the definitions of the tables it created.
-func (e *env) checkTarget(ctx context.Context, src pgSource, tgt target, tables []pgoutput.Table, rels []*source.Relation, o InitOptions, replicable bool) ([]string, []*source.TableDef, error) {
+func (e *env) checkTarget(ctx context.Context, src PGSource, tgt target, tables []source.Table, rels []*source.Relation, o InitOptions, replicable bool) ([]string, []*source.TableDef, error) {
 	missing, problems, notes, err := tgt.Check(ctx, rels)
 	if err != nil {
 		return nil, nil, err
@@ -302,7 +301,7 @@ func (e *env) logNotes(notes []string) {
 // definitions of the replicated tables on the target, from which later
 // schema changes are computed. It runs before the slot exists, so the
 // first schema change the slot sees is already captured.
-func (e *env) setupDDL(ctx context.Context, src pgSource, tgt target, tables []pgoutput.Table) error {
+func (e *env) setupDDL(ctx context.Context, src PGSource, tgt target, tables []source.Table) error {
 	if err := src.InstallDDLCapture(ctx, e.cfg.Tables); err != nil {
 		return err
 	}
@@ -319,8 +318,8 @@ func (e *env) setupDDL(ctx context.Context, src pgSource, tgt target, tables []p
 
 // describeMissing reads the source definitions of the tables whose
 // target tables are missing.
-func (e *env) describeMissing(ctx context.Context, src pgSource, tables []pgoutput.Table, missing []source.TableName) ([]*source.TableDef, error) {
-	return describeTables(ctx, src, slices.DeleteFunc(slices.Clone(tables), func(t pgoutput.Table) bool {
+func (e *env) describeMissing(ctx context.Context, src PGSource, tables []source.Table, missing []source.TableName) ([]*source.TableDef, error) {
+	return describeTables(ctx, src, slices.DeleteFunc(slices.Clone(tables), func(t source.Table) bool {
 		return !slices.Contains(missing, e.cfg.Router.Route(t.Name))
 	}))
 }
@@ -328,7 +327,7 @@ func (e *env) describeMissing(ctx context.Context, src pgSource, tables []pgoutp
 // describeTables reads the source definitions of tables. Each caller
 // reads them when it needs them: a schema change in between is then seen,
 // or captured (init with DDL installs its capture before it records them).
-func describeTables(ctx context.Context, src pgSource, tables []pgoutput.Table) ([]*source.TableDef, error) {
+func describeTables(ctx context.Context, src PGSource, tables []source.Table) ([]*source.TableDef, error) {
 	defs := make([]*source.TableDef, len(tables))
 	for i, t := range tables {
 		var err error

@@ -27,7 +27,6 @@ import (
 	"github.com/decant/decant/checkpoint"
 	"github.com/decant/decant/mapping"
 	"github.com/decant/decant/source"
-	"github.com/decant/decant/source/gauss"
 )
 
 // Config is what every workflow needs: both ends, the pipeline, and what
@@ -45,9 +44,16 @@ type Config struct {
 	Router  *mapping.Router // source → target table; the target dialect's default when nil
 	Columns map[source.TableName]mapping.ColumnRules
 	Policy  mapping.Policy // values a MySQL target cannot hold
-	// Gauss are a GaussDB or openGauss source's decoding options.
-	Gauss  gauss.Options
-	Logger *slog.Logger // nil discards
+	// OpenSource opens a PostgreSQL source's setup session for the
+	// pipeline (source/pgoutput.OpenAdmin); the Gauss functions do not use
+	// it.
+	OpenSource func(ctx context.Context) (PGSource, error)
+	// OpenGauss opens a GaussDB or openGauss source's setup session for
+	// the pipeline (source/gauss.OpenAdmin), and Gauss are its decoding
+	// options: for the Gauss functions only.
+	OpenGauss func(ctx context.Context) (GaussSource, error)
+	Gauss     GaussOptions
+	Logger    *slog.Logger // nil discards
 }
 
 // Validate fills in defaults and checks what is required.
@@ -139,7 +145,7 @@ func (t targetSession) ForgetCopy(ctx context.Context) error {
 // env is what a workflow connects to; tests give fakes.
 type env struct {
 	cfg    Config
-	source func(ctx context.Context) (pgSource, error)
+	source func(ctx context.Context) (PGSource, error)
 	target func(ctx context.Context) (target, error)
 	copy   func(ctx context.Context, cfg bulk.Config) (bulk.Result, error)
 	// backoff is the first wait before a copy resumes, and poll how often
@@ -154,7 +160,7 @@ func newEnv(cfg Config) (*env, error) {
 	}
 	return &env{
 		cfg:    cfg,
-		source: func(ctx context.Context) (pgSource, error) { return connectSource(ctx, cfg.Source, cfg.Pipeline) },
+		source: cfg.openSource,
 		target: func(ctx context.Context) (target, error) {
 			a, err := OpenTarget(ctx, cfg)
 			if err != nil {
@@ -169,7 +175,7 @@ func newEnv(cfg Config) (*env, error) {
 }
 
 // connectBoth opens the source session, then the target session.
-func (e *env) connectBoth(ctx context.Context) (pgSource, target, error) {
+func (e *env) connectBoth(ctx context.Context) (PGSource, target, error) {
 	src, err := e.source(ctx)
 	if err != nil {
 		return nil, nil, err

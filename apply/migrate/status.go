@@ -62,7 +62,7 @@ func ReadStatus(ctx context.Context, cfg Config) (Status, error) {
 	return e.status(ctx, src, tgt)
 }
 
-func (e *env) status(ctx context.Context, src pgSource, tgt target) (Status, error) {
+func (e *env) status(ctx context.Context, src PGSource, tgt target) (Status, error) {
 	st := Status{Pipeline: e.cfg.Pipeline}
 	s, err := src.ReadSlot(ctx)
 	if err != nil {

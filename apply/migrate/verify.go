@@ -43,7 +43,7 @@ func Verify(ctx context.Context, cfg Config, o VerifyOptions) (*verify.Report, e
 	return e.verify(ctx, src, o)
 }
 
-func (e *env) verify(ctx context.Context, src pgSource, o VerifyOptions) (*verify.Report, error) {
+func (e *env) verify(ctx context.Context, src PGSource, o VerifyOptions) (*verify.Report, error) {
 	tables, err := src.SelectTables(ctx, e.cfg.Tables)
 	if err != nil {
 		return nil, err
@@ -68,7 +68,7 @@ func (e *env) verify(ctx context.Context, src pgSource, o VerifyOptions) (*verif
 // afterwards is not a change in flight. Without a running pipeline (its
 // slot unused) there is nothing to wait for; past wait it gives up
 // waiting, not verifying.
-func (e *env) settle(ctx context.Context, src pgSource, wait time.Duration) error {
+func (e *env) settle(ctx context.Context, src PGSource, wait time.Duration) error {
 	if wait <= 0 {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/decant/decant/apply"
@@ -8,6 +9,8 @@ import (
 	"github.com/decant/decant/apply/mysql"
 	"github.com/decant/decant/apply/pg"
 	"github.com/decant/decant/mapping"
+	"github.com/decant/decant/source/gauss"
+	"github.com/decant/decant/source/pgoutput"
 )
 
 // mysqlTarget reports whether the target DSN names MySQL or MariaDB.
@@ -15,10 +18,37 @@ func (c *config) mysqlTarget() bool { return mysql.IsDSN(c.Target) }
 
 func (c *config) router() *mapping.Router { return mapping.NewRouter(c.rules, c.mysqlTarget()) }
 
-// workflow is the configuration of apply/migrate's workflows.
+// workflow is the configuration of apply/migrate's workflows, with the
+// source's setup sessions wired in.
 func (c *config) workflow(log *slog.Logger) migrate.Config {
 	return migrate.Config{Source: c.Source, Target: c.Target, Pipeline: c.Pipeline, Tables: c.filter,
-		Router: c.router(), Columns: c.columns, Policy: c.policy, Gauss: c.gauss, Logger: log}
+		Router: c.router(), Columns: c.columns, Policy: c.policy, Gauss: c.gauss, Logger: log,
+		OpenSource: c.openPGSource, OpenGauss: c.openGaussSource}
+}
+
+var (
+	_ migrate.PGSource     = (*pgoutput.Admin)(nil)
+	_ migrate.GaussSource  = (*gauss.Admin)(nil)
+	_ migrate.GaussOptions = gauss.Options{}
+)
+
+// openPGSource opens the pipeline's setup session on a PostgreSQL source.
+func (c *config) openPGSource(ctx context.Context) (migrate.PGSource, error) {
+	a, err := pgoutput.OpenAdmin(ctx, c.Source, c.Pipeline)
+	if err != nil {
+		return nil, err // not a nil *Admin in a non-nil interface
+	}
+	return a, nil
+}
+
+// openGaussSource opens the pipeline's setup session on a GaussDB or
+// openGauss source.
+func (c *config) openGaussSource(ctx context.Context) (migrate.GaussSource, error) {
+	a, err := gauss.OpenAdmin(ctx, c.Source, c.Pipeline, c.gauss)
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
 func (c *config) pgConfig(log *slog.Logger) pg.Config {

@@ -151,7 +151,7 @@ func MySQL(ctx context.Context, srcDSN, tgtDSN string, policy mapping.Policy) ([
 	router := mapping.NewRouter(nil, true)
 	var out []Result
 	for _, tn := range names {
-		rel, err := pgoutput.Relation(ctx, src, pgoutput.Table{Name: tn, Identity: source.IdentityFull})
+		rel, err := pgoutput.Relation(ctx, src, source.Table{Name: tn, Identity: source.IdentityFull})
 		if err != nil {
 			return nil, err
 		}

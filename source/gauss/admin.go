@@ -11,23 +11,20 @@ import (
 	"github.com/decant/decant/source/pgsession"
 )
 
-// SlotState is what init, status and drop need to know about a slot.
-type SlotState struct {
-	Exists       bool
-	Active       bool
-	Plugin       string
-	Confirmed    source.LSN
-	ConfirmedCSN uint64
-	Current      source.LSN // the source's WAL end (IDENTIFY_SYSTEM)
-	SystemID     string
+// Admin is one pipeline's setup session on the source: its slot, named
+// after the pipeline, and the table definitions its decoding options
+// select. apply/migrate's workflows take it through their GaussSource
+// interface.
+type Admin struct {
+	conn *pgconn.PgConn
+	dsn  string
+	slot string
+	opts Options
 }
 
-// Admin is a SQL session on the source for setup work.
-type Admin struct{ conn *pgconn.PgConn }
-
 // OpenAdmin connects (as a replication session: IDENTIFY_SYSTEM and the
-// slot functions work there).
-func OpenAdmin(ctx context.Context, dsn string) (*Admin, error) {
+// slot functions work there) for the pipeline's slot, decoded with opts.
+func OpenAdmin(ctx context.Context, dsn, slot string, opts Options) (*Admin, error) {
 	cc, err := ParseDSN(dsn)
 	if err != nil {
 		return nil, err
@@ -37,24 +34,31 @@ func OpenAdmin(ctx context.Context, dsn string) (*Admin, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Admin{conn: conn}, nil
+	return &Admin{conn: conn, dsn: dsn, slot: slot, opts: opts}, nil
 }
 
 // Close ends the session.
 func (a *Admin) Close(ctx context.Context) { pgsession.Close(ctx, a.conn) }
 
 // Slot reads the slot and the source's identity.
-func (a *Admin) Slot(ctx context.Context, slot string) (SlotState, error) {
+func (a *Admin) Slot(ctx context.Context) (source.SlotStatus, error) {
 	srv, err := identify(ctx, a.conn)
 	if err != nil {
-		return SlotState{}, err
+		return source.SlotStatus{}, err
 	}
-	s, ok, err := readSlot(ctx, a.conn, slot)
+	s, ok, err := readSlot(ctx, a.conn, a.slot)
 	if err != nil {
-		return SlotState{}, err
+		return source.SlotStatus{}, err
 	}
-	return SlotState{Exists: ok, Active: s.active, Plugin: s.plugin, Confirmed: s.confirmed, ConfirmedCSN: s.confirmedCSN,
+	return source.SlotStatus{Exists: ok, Active: s.active, Plugin: s.plugin, Confirmed: s.confirmed, ConfirmedCSN: s.confirmedCSN,
 		Current: srv.WALEnd, SystemID: srv.SystemID}, nil
+}
+
+// DescribeTables reads the definitions of the source tables the filter
+// selects, with the rowno column where the options enable it
+// (DescribeTables).
+func (a *Admin) DescribeTables(ctx context.Context, filter source.TableFilter) ([]*source.TableDef, error) {
+	return DescribeTables(ctx, a.dsn, filter, a.opts.Rowno())
 }
 
 // Plugin is the output plugin decant creates slots with: mppdb_decoding,
@@ -66,8 +70,9 @@ const Plugin = "mppdb_decoding"
 // (output_order 1) is created with pg_create_logical_replication_slot's
 // third argument, which only GaussDB has. It returns the slot's position:
 // the LSN it starts at, or for a CSN slot the confirmed CSN.
-func (a *Admin) EnsureSlot(ctx context.Context, slot string, csnOrder bool) (SlotState, bool, error) {
-	s, err := a.Slot(ctx, slot)
+func (a *Admin) EnsureSlot(ctx context.Context) (source.SlotStatus, bool, error) {
+	slot, csnOrder := a.slot, a.opts.CSNOrder()
+	s, err := a.Slot(ctx)
 	if err != nil || s.Exists {
 		return s, false, err
 	}
@@ -93,7 +98,8 @@ func (a *Admin) EnsureSlot(ctx context.Context, slot string, csnOrder bool) (Slo
 }
 
 // DropSlot drops the slot if it exists; an active slot is refused.
-func (a *Admin) DropSlot(ctx context.Context, slot string) (bool, error) {
+func (a *Admin) DropSlot(ctx context.Context) (bool, error) {
+	slot := a.slot
 	s, ok, err := readSlot(ctx, a.conn, slot)
 	if err != nil || !ok {
 		return false, err

@@ -14,25 +14,6 @@ import (
 	"github.com/decant/decant/source/pgsession"
 )
 
-// Table is a source table selected for replication.
-type Table struct {
-	Name     source.TableName
-	Identity source.Identity
-	HasPK    bool
-}
-
-// Replicable reports whether UPDATE and DELETE on the table can be
-// published: PostgreSQL refuses them on the source itself otherwise.
-func (t Table) Replicable() bool {
-	switch t.Identity {
-	case source.IdentityFull, source.IdentityIndex:
-		return true
-	case source.IdentityDefault:
-		return t.HasPK
-	}
-	return false
-}
-
 // CheckServer verifies that the source can serve logical replication to
 // this slot: wal_level, the REPLICATION privilege and a free slot.
 func CheckServer(ctx context.Context, conn *pgx.Conn, slot string) error {
@@ -64,7 +45,7 @@ func CheckServer(ctx context.Context, conn *pgx.Conn, slot string) error {
 // selects (partitions are replicated through their root), ordered by name.
 // HasPK counts an immediate primary key only: PostgreSQL never takes a
 // DEFERRABLE one as the replica identity.
-func SelectTables(ctx context.Context, conn *pgx.Conn, filter source.TableFilter) ([]Table, error) {
+func SelectTables(ctx context.Context, conn *pgx.Conn, filter source.TableFilter) ([]source.Table, error) {
 	rows, err := conn.Query(ctx, `SELECT n.nspname, c.relname, c.relreplident::text,
 			EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary AND i.indimmediate)
 		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -73,9 +54,9 @@ func SelectTables(ctx context.Context, conn *pgx.Conn, filter source.TableFilter
 	if err != nil {
 		return nil, fmt.Errorf("list source tables: %w", err)
 	}
-	var out []Table
+	var out []source.Table
 	for rows.Next() {
-		var t Table
+		var t source.Table
 		var ident string
 		if err := rows.Scan(&t.Name.Schema, &t.Name.Name, &ident, &t.HasPK); err != nil {
 			return nil, fmt.Errorf("list source tables: %w", err)
@@ -201,23 +182,9 @@ func EnsureSlot(ctx context.Context, conn *pgx.Conn, slot string) (source.LSN, b
 	return lsn, true, nil
 }
 
-// SlotStatus is what the source says about a pipeline's slot.
-type SlotStatus struct {
-	Exists      bool          `json:"exists"`
-	Active      bool          `json:"active"`
-	ActivePID   int           `json:"active_pid,omitempty"`
-	Confirmed   source.LSN    `json:"-"`
-	Restart     source.LSN    `json:"-"`
-	Current     source.LSN    `json:"-"`
-	Retained    int64         `json:"wal_retained_bytes"`
-	WALStatus   string        `json:"wal_status"`
-	FlushLag    time.Duration `json:"-"`
-	HasFlushLag bool          `json:"-"`
-}
-
 // ReadSlot reads the slot's state and the source's current WAL position.
-func ReadSlot(ctx context.Context, conn *pgx.Conn, slot string) (SlotStatus, error) {
-	var s SlotStatus
+func ReadSlot(ctx context.Context, conn *pgx.Conn, slot string) (source.SlotStatus, error) {
+	var s source.SlotStatus
 	err := conn.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&s.Current)
 	if err != nil {
 		return s, fmt.Errorf("read source WAL position: %w", err)
@@ -288,7 +255,7 @@ func wrapErr(what string, err error) error {
 // columns in attribute order without dropped and generated ones, each
 // marked Key when it belongs to the replica identity (the primary key, the
 // replica identity index, or every column for FULL).
-func Relation(ctx context.Context, conn *pgx.Conn, t Table) (*source.Relation, error) {
+func Relation(ctx context.Context, conn *pgx.Conn, t source.Table) (*source.Relation, error) {
 	rows, err := conn.Query(ctx, `SELECT a.attname, a.atttypid, a.atttypmod,
 			c.relreplident = 'f' OR EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND a.attnum = ANY (i.indkey)
 				AND CASE c.relreplident WHEN 'i' THEN i.indisreplident WHEN 'd' THEN i.indisprimary AND i.indimmediate ELSE false END)

@@ -1,0 +1,120 @@
+package pgoutput
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/decant/decant/source"
+	"github.com/decant/decant/source/pgsession"
+)
+
+// Admin is one pipeline's setup session on a PostgreSQL source: this
+// package's catalog, publication, slot and fence functions on one SQL
+// session, with the slot and the publication named after the pipeline,
+// plus the replication sessions that identify the server and export a
+// snapshot. apply/migrate's workflows take it through their PGSource
+// interface.
+type Admin struct {
+	conn          *pgx.Conn
+	dsn, pipeline string
+}
+
+// OpenAdmin opens the pipeline's setup session on the source at dsn.
+func OpenAdmin(ctx context.Context, dsn, pipeline string) (*Admin, error) {
+	conn, err := pgsession.Connect(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	return &Admin{conn: conn, dsn: dsn, pipeline: pipeline}, nil
+}
+
+// Close ends the session.
+func (a *Admin) Close(ctx context.Context) { a.conn.Close(ctx) }
+
+// CheckServer runs CheckServer for the pipeline's slot.
+func (a *Admin) CheckServer(ctx context.Context) error {
+	return CheckServer(ctx, a.conn, a.pipeline)
+}
+
+// SelectTables runs SelectTables.
+func (a *Admin) SelectTables(ctx context.Context, filter source.TableFilter) ([]source.Table, error) {
+	return SelectTables(ctx, a.conn, filter)
+}
+
+// Relation runs Relation.
+func (a *Admin) Relation(ctx context.Context, t source.Table) (*source.Relation, error) {
+	return Relation(ctx, a.conn, t)
+}
+
+// DescribeTable runs DescribeTable.
+func (a *Admin) DescribeTable(ctx context.Context, name source.TableName) (*source.TableDef, error) {
+	return DescribeTable(ctx, a.conn, name)
+}
+
+// SystemID identifies the source system over a replication session.
+func (a *Admin) SystemID(ctx context.Context) (string, error) {
+	reader, err := NewReader(Config{DSN: a.dsn, Slot: a.pipeline, Publication: a.pipeline})
+	if err != nil {
+		return "", err
+	}
+	srv, err := reader.Identify(ctx)
+	return srv.SystemID, err
+}
+
+// EnsurePublication runs EnsurePublication for the pipeline's publication.
+func (a *Admin) EnsurePublication(ctx context.Context, tables []source.TableName) (added, removed []source.TableName, err error) {
+	return EnsurePublication(ctx, a.conn, a.pipeline, tables)
+}
+
+// DropPublication runs DropPublication for the pipeline's publication.
+func (a *Admin) DropPublication(ctx context.Context) (bool, error) {
+	return DropPublication(ctx, a.conn, a.pipeline)
+}
+
+// InstallDDLCapture runs InstallDDLCapture for the pipeline and its
+// publication.
+func (a *Admin) InstallDDLCapture(ctx context.Context, filter source.TableFilter) error {
+	return InstallDDLCapture(ctx, a.conn, a.pipeline, a.pipeline, filter)
+}
+
+// RemoveDDLCapture runs RemoveDDLCapture for the pipeline.
+func (a *Admin) RemoveDDLCapture(ctx context.Context) (bool, error) {
+	return RemoveDDLCapture(ctx, a.conn, a.pipeline)
+}
+
+// ReadSlot runs ReadSlot for the pipeline's slot.
+func (a *Admin) ReadSlot(ctx context.Context) (source.SlotStatus, error) {
+	return ReadSlot(ctx, a.conn, a.pipeline)
+}
+
+// EnsureSlot runs EnsureSlot for the pipeline's slot.
+func (a *Admin) EnsureSlot(ctx context.Context) (source.LSN, bool, error) {
+	return EnsureSlot(ctx, a.conn, a.pipeline)
+}
+
+// ExportSlot creates the pipeline's slot with an exported snapshot
+// (ExportSlot), on a replication session of its own that holds the
+// snapshot until the result is closed.
+func (a *Admin) ExportSlot(ctx context.Context) (*source.ExportedSlot, error) {
+	exp, err := ExportSlot(ctx, a.dsn, a.pipeline)
+	if err != nil {
+		return nil, err
+	}
+	return source.NewExportedSlot(exp.Consistent, exp.Snapshot, exp.Close), nil
+}
+
+// DropSlot runs DropSlot for the pipeline's slot.
+func (a *Admin) DropSlot(ctx context.Context) (bool, error) {
+	return DropSlot(ctx, a.conn, a.pipeline)
+}
+
+// WriteFence runs WriteFence for the pipeline.
+func (a *Admin) WriteFence(ctx context.Context) (source.LSN, error) {
+	return WriteFence(ctx, a.conn, a.pipeline)
+}
+
+// Sequences runs Sequences.
+func (a *Admin) Sequences(ctx context.Context, table source.TableName) ([]source.Sequence, error) {
+	return Sequences(ctx, a.conn, table)
+}
