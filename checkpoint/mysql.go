@@ -63,7 +63,7 @@ func (r Row) MySQLAdvanceArgs() []any {
 	if r.CSN != 0 {
 		csn = r.CSN
 	}
-	return []any{uint64(r.Commit), uint64(r.End), xid, commitTime, csn, uint64(r.PartialCommit), int64(r.PartialSeq), uint64(r.Hold), r.Timeline, r.Timeline, r.Pipeline, uint64(r.End), r.CSN}
+	return []any{uint64(r.Commit), uint64(r.End), xid, commitTime, csn, uint64(r.PartialCommit), int64(r.PartialSeq), uint64(r.Hold), uint64(r.Timeline), uint64(r.Timeline), r.Pipeline, uint64(r.End), r.CSN}
 }
 
 // Querier is what the MySQL functions need: *sql.DB, *sql.Conn or *sql.Tx.
