@@ -319,6 +319,11 @@ func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started *boo
 		return err
 	}
 	if p.cfg.CatchUp && cp.End >= *stopAt {
+		// Nothing to stream, but a slot that cannot stream what comes
+		// next is said now, not at the next run.
+		if err := p.checkSlotOnce(ctx, cp); err != nil {
+			return err
+		}
 		return errCaughtUp
 	}
 
@@ -717,6 +722,21 @@ func (p *Pipeline) checkSlot(ctx context.Context, sr SlotReader, cp checkpoint.R
 	*unreserved = st.Unreserved()
 	p.heard(st, verdict)
 	return verdict
+}
+
+// checkSlotOnce checks the slot against the checkpoint cp when a session
+// streams nothing (a catch-up that has nothing to catch up), as the
+// reader would at a stream's start.
+func (p *Pipeline) checkSlotOnce(ctx context.Context, cp checkpoint.Row) error {
+	sr, ok := p.src.(SlotReader)
+	if !ok {
+		return nil
+	}
+	st, err := sr.SlotState(ctx)
+	if err != nil {
+		return err
+	}
+	return st.Check(source.Held{Pipeline: cp.Pipeline, Start: cp.Resume(), StartCSN: cp.CSN, Timeline: cp.Timeline})
 }
 
 // heard tells OnSlotCheck, when set, the outcome of a check.
