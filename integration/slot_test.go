@@ -128,3 +128,37 @@ func exitCode(err error) int {
 	}
 	return 0
 }
+
+// TestCheckpointTimelineUpgrade: a checkpoint table made by a decant
+// without the timeline column gains it at the next run, which records the
+// source's timeline there, on either target.
+func TestCheckpointTimelineUpgrade(t *testing.T) {
+	for _, mysql := range []bool{false, true} {
+		t.Run(map[bool]string{false: "postgres", true: "mariadb"}[mysql], func(t *testing.T) {
+			p := newTargetPair(t, mysql)
+			psql(t, p.src, opsSchema)
+			if mysql {
+				p.myExec("CREATE TABLE `load` (id bigint PRIMARY KEY, client integer, v text)")
+				p.myExec(`CREATE TABLE marker (id integer PRIMARY KEY, xid text)`)
+			} else {
+				psql(t, p.tgt, opsSchema)
+			}
+			p.mustDecant("init")
+			var tl func() string
+			if mysql {
+				p.myExec(`ALTER TABLE decant_checkpoint DROP COLUMN timeline`)
+				tl = func() string { return p.myValue(`SELECT timeline FROM decant_checkpoint WHERE pipeline = '` + p.name + `'`) }
+			} else {
+				psql(t, p.tgt, `ALTER TABLE decant.checkpoint DROP COLUMN timeline`)
+				tl = func() string {
+					return queryValue(t, p.tgt, `SELECT coalesce(timeline::text, '') FROM decant.checkpoint WHERE pipeline = '`+p.name+`'`)
+				}
+			}
+			psql(t, p.src, `INSERT INTO load (client, v) VALUES (1, 'applied')`)
+			p.catchUp()
+			if got := tl(); got != "1" {
+				t.Errorf("timeline after the upgrade: %q, want 1", got)
+			}
+		})
+	}
+}
