@@ -147,7 +147,9 @@ func TestCheckpointTimelineUpgrade(t *testing.T) {
 			var tl func() string
 			if mysql {
 				p.myExec(`ALTER TABLE decant_checkpoint DROP COLUMN timeline`)
-				tl = func() string { return p.myValue(`SELECT timeline FROM decant_checkpoint WHERE pipeline = '` + p.name + `'`) }
+				tl = func() string {
+					return p.myValue(`SELECT timeline FROM decant_checkpoint WHERE pipeline = '` + p.name + `'`)
+				}
 			} else {
 				psql(t, p.tgt, `ALTER TABLE decant.checkpoint DROP COLUMN timeline`)
 				tl = func() string {
