@@ -37,7 +37,20 @@ type Config struct {
 	// starts again from Backoff once a session commits something. 1 s
 	// when zero.
 	Backoff time.Duration
-	Logger  *slog.Logger
+	// SlotCheck is how often, while streaming, the pipeline reads the
+	// slot on a connection of its own (a Source that is a SlotReader) and
+	// stops when it can no longer stream what the target lacks: a session
+	// whose stream still seems alive may be connected to a server that
+	// failed over, or whose slot someone dropped or advanced. 30 s when
+	// zero; never when negative.
+	SlotCheck time.Duration
+	// OnSlotCheck, when set, hears the outcome of every check of the
+	// slot while streaming: the state read and the error that stops the
+	// pipeline (nil when the slot is fine, the state's zero value when it
+	// could not be read). It is where metrics and notifications hook in;
+	// it runs on the checking goroutine and must not block.
+	OnSlotCheck func(source.SlotState, error)
+	Logger      *slog.Logger
 }
 
 // maxBackoff bounds the wait between two sessions that failed in a row.
@@ -99,6 +112,9 @@ func New(cfg Config, src Source, tgt Target) *Pipeline {
 	}
 	if cfg.Backoff <= 0 {
 		cfg.Backoff = time.Second
+	}
+	if cfg.SlotCheck == 0 {
+		cfg.SlotCheck = 30 * time.Second
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -303,6 +319,11 @@ func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started *boo
 		return err
 	}
 	if p.cfg.CatchUp && cp.End >= *stopAt {
+		// Nothing to stream, but a slot that cannot stream what comes
+		// next is said now, not at the next run.
+		if err := p.checkSlotOnce(ctx, cp); err != nil {
+			return err
+		}
 		return errCaughtUp
 	}
 
@@ -317,15 +338,24 @@ func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started *boo
 		defer close(readDone)
 		readErr = p.src.Stream(rctx, source.StreamRequest{
 			Start: cp.Resume(), SystemID: cp.SystemID, Acked: p.Acked,
-			StartCSN: cp.CSN, AckedCSN: p.AckedCSN,
+			StartCSN: cp.CSN, AckedCSN: p.AckedCSN, Timeline: cp.Timeline,
 		}, ch)
 	}()
-	err = p.applyLoop(ctx, cp, *stopAt, ch, readDone)
+	slotErr, watched := p.watchSlot(rctx, cp, srv.Timeline)
+	// The timeline is recorded with the first checkpoint this session
+	// writes, after the reader has found the slot fit to stream: a slot
+	// found missing is judged against the timeline of a session before.
+	want := cp
+	if srv.Timeline != 0 {
+		want.Timeline = srv.Timeline
+	}
+	err = p.applyLoop(ctx, cp, want, *stopAt, feed{chunks: ch, readDone: readDone, slotErr: slotErr})
 	if errors.Is(err, errCaughtUp) || ctx.Err() != nil {
 		p.settle(ctx)
 	}
 	cancel()
 	<-readDone
+	<-watched
 	if errors.Is(err, errReaderDone) || (errors.Is(err, context.Canceled) && readErr != nil && !errors.Is(readErr, context.Canceled)) {
 		err = readErr
 	}
@@ -377,6 +407,14 @@ func (e *slotMovedError) Error() string {
 // Retryable: the next session starts from the fresh checkpoint.
 func (e *slotMovedError) Retryable() bool { return true }
 
+// feed is what the apply loop waits on: the reader's chunks and its end,
+// and the slot checker's verdict.
+type feed struct {
+	chunks   <-chan source.Chunk
+	readDone <-chan struct{}
+	slotErr  <-chan error
+}
+
 // errReaderDone tells session that the reader ended first.
 var errReaderDone = errors.New("reader ended")
 
@@ -392,10 +430,13 @@ type group struct {
 	midTxn bool
 }
 
-// applyLoop applies chunks in order until an error or the end of ctx.
-func (p *Pipeline) applyLoop(ctx context.Context, cp checkpoint.Row, stopAt source.LSN, ch <-chan source.Chunk, readDone <-chan struct{}) error {
-	g := group{cp: cp}
+// applyLoop applies chunks in order until an error or the end of ctx. cp
+// is what the target holds, want the same with what this session records
+// (the source's timeline) once a chunk came.
+func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopAt source.LSN, f feed) error {
+	g := group{cp: want}
 	stored := cp // what the target holds
+	ch, readDone := f.chunks, f.readDone
 	lastWrite := time.Now()
 	ss := newStreaming(cp)
 	// Whatever ends the session, nothing of a transaction still in
@@ -447,7 +488,7 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp checkpoint.Row, stopAt sour
 			continue
 		case <-pending:
 			deferred = false
-			if g.cp.End == stored.End && g.cp.Hold == stored.Hold {
+			if g.cp.Same(stored) {
 				continue // written meanwhile
 			}
 			if err := write(); err != nil {
@@ -457,6 +498,11 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp checkpoint.Row, stopAt sour
 		case <-readDone:
 			p.rollback(ctx, &g)
 			return errReaderDone
+		case err := <-f.slotErr:
+			// Nothing further is committed, so nothing further is
+			// acknowledged.
+			p.rollback(ctx, &g)
+			return err
 		case <-ctx.Done():
 			p.rollback(ctx, &g)
 			return ctx.Err()
@@ -502,7 +548,7 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp checkpoint.Row, stopAt sour
 		// With nothing written (an idle mark, or a transaction without changes
 		// for the target), the checkpoint only moves the resume position: do
 		// that at most every IdleAdvance, unless catch-up waits for it.
-		if !g.open && g.cp.End == stored.End && g.cp.Hold == stored.Hold {
+		if !g.open && g.cp.Same(stored) {
 			continue
 		}
 		if !g.open && time.Since(lastWrite) < p.cfg.IdleAdvance && !(p.cfg.CatchUp && g.cp.End >= stopAt) {
@@ -601,4 +647,101 @@ func (p *Pipeline) rollback(ctx context.Context, g *group) {
 		p.log.Warn("rollback of the target transaction failed; the target discards it when the connection closes", "error", err.Error())
 	}
 	g.open = false
+}
+
+// SlotReader is a Source that can read its slot on a connection of its
+// own while a stream runs.
+type SlotReader interface {
+	SlotState(ctx context.Context) (source.SlotState, error)
+}
+
+// watchSlot checks the slot every SlotCheck while the session streams,
+// beside the apply loop, which it never blocks: the verdict that stops the
+// session arrives on the returned channel, and the second one closes once
+// the checker has ended (with ctx). A Source that cannot read its slot
+// aside, or a negative SlotCheck, leaves the checks to each session's
+// start.
+func (p *Pipeline) watchSlot(ctx context.Context, cp checkpoint.Row, timeline uint32) (<-chan error, <-chan struct{}) {
+	verdict, done := make(chan error, 1), make(chan struct{})
+	sr, ok := p.src.(SlotReader)
+	if !ok || p.cfg.SlotCheck < 0 {
+		close(done)
+		return verdict, done
+	}
+	if timeline == 0 {
+		timeline = cp.Timeline
+	}
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(p.cfg.SlotCheck)
+		defer tick.Stop()
+		unreserved := false
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			if err := p.checkSlot(ctx, sr, cp, timeline, &unreserved); err != nil {
+				verdict <- err
+				return
+			}
+		}
+	}()
+	return verdict, done
+}
+
+// checkSlot reads the slot once and judges it against what the target
+// holds: the checkpoint the session started from, validated by the
+// reader then, or what was acknowledged since, whichever is further. The
+// slot's confirmed position only moves by decant's acknowledgements,
+// which never pass Acked, so a slot past both was moved by something
+// else. The position is read after the slot, so a commit in between only
+// moves it further. A slot that cannot be read is no verdict: the stream
+// itself notices a source that is gone.
+func (p *Pipeline) checkSlot(ctx context.Context, sr SlotReader, cp checkpoint.Row, timeline uint32, unreserved *bool) error {
+	st, err := sr.SlotState(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.log.Warn("could not read the slot to check it; checking again later", "error", err.Error(), "next_check_in", p.cfg.SlotCheck.String())
+			p.heard(source.SlotState{}, nil)
+		}
+		return nil
+	}
+	held := source.Held{Pipeline: cp.Pipeline, Timeline: timeline, Running: true,
+		Start: max(p.Acked(), cp.Resume()), StartCSN: max(p.AckedCSN(), cp.CSN)}
+	verdict := st.Check(held)
+	switch {
+	case verdict != nil:
+	case st.Unreserved() && !*unreserved:
+		p.log.Warn("the source no longer reserves WAL for the slot (wal_status unreserved, past max_slot_wal_keep_size): its next checkpoint may invalidate the slot unless decant catches up first",
+			"slot", st.Slot, "restart", st.Restart.String(), "confirmed", st.Confirmed.String(), "acked", held.Start.String())
+	case !st.Unreserved() && *unreserved:
+		p.log.Info("the source reserves WAL for the slot again", "slot", st.Slot, "wal_status", st.WALStatus)
+	}
+	*unreserved = st.Unreserved()
+	p.heard(st, verdict)
+	return verdict
+}
+
+// checkSlotOnce checks the slot against the checkpoint cp when a session
+// streams nothing (a catch-up that has nothing to catch up), as the
+// reader would at a stream's start.
+func (p *Pipeline) checkSlotOnce(ctx context.Context, cp checkpoint.Row) error {
+	sr, ok := p.src.(SlotReader)
+	if !ok {
+		return nil
+	}
+	st, err := sr.SlotState(ctx)
+	if err != nil {
+		return err
+	}
+	return st.Check(source.Held{Pipeline: cp.Pipeline, Start: cp.Resume(), StartCSN: cp.CSN, Timeline: cp.Timeline})
+}
+
+// heard tells OnSlotCheck, when set, the outcome of a check.
+func (p *Pipeline) heard(st source.SlotState, err error) {
+	if p.cfg.OnSlotCheck != nil {
+		p.cfg.OnSlotCheck(st, err)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/decant/decant/source"
+	"github.com/decant/decant/source/pgsession"
 )
 
 // Row is one pipeline's checkpoint.
@@ -45,6 +46,11 @@ type Row struct {
 	// PREPARED, and the source sends its changes again only to a
 	// consumer that starts before it (two-phase decoding).
 	Hold source.LSN
+	// Timeline is the source's timeline (IDENTIFY_SYSTEM) when a session
+	// last started streaming, 0 until one did: against the source's
+	// timeline now it tells a dropped slot from a failover to a server
+	// without it. A write with 0 keeps the stored one.
+	Timeline uint32
 }
 
 // Resume is the position streaming restarts from: End, or Hold when a
@@ -55,6 +61,12 @@ func (r Row) Resume() source.LSN {
 		return r.Hold
 	}
 	return r.End
+}
+
+// Same reports whether writing r where o is stored would change only
+// AppliedTime: the resume position, the hold and the timeline are o's.
+func (r Row) Same(o Row) bool {
+	return r.End == o.End && r.Hold == o.Hold && r.Timeline == o.Timeline
 }
 
 // Skip returns how many of txn's first changes are already applied.
@@ -106,16 +118,22 @@ CREATE TABLE IF NOT EXISTS decant.checkpoint (
 	applied_time timestamptz NOT NULL DEFAULT now(),
 	partial_commit_lsn pg_lsn,
 	partial_seq  integer NOT NULL DEFAULT 0,
-	hold_lsn     pg_lsn
+	hold_lsn     pg_lsn,
+	timeline     bigint
 );
-ALTER TABLE decant.checkpoint ADD COLUMN IF NOT EXISTS hold_lsn pg_lsn`
+` + pgUpgrade
+
+// pgUpgrade adds the columns added since the table's first version to a
+// checkpoint table made by an older decant.
+const pgUpgrade = `ALTER TABLE decant.checkpoint ADD COLUMN IF NOT EXISTS hold_lsn pg_lsn;
+ALTER TABLE decant.checkpoint ADD COLUMN IF NOT EXISTS timeline bigint`
 
 // PGAdvance moves the checkpoint forward inside the applying transaction.
 // It matches no row (and the caller must roll back) if the stored position
 // is already past the new one. Parameters: PGAdvanceArgs.
 const PGAdvance = `UPDATE decant.checkpoint
 	SET commit_lsn = $2, end_lsn = $3, xid = $4, commit_time = $5, commit_csn = $6, applied_time = now(),
-		partial_commit_lsn = NULL, partial_seq = 0, hold_lsn = $7
+		partial_commit_lsn = NULL, partial_seq = 0, hold_lsn = $7, timeline = coalesce($8, timeline)
 	WHERE pipeline = $1 AND end_lsn <= $3 AND coalesce(commit_csn, 0) <= coalesce($6::bigint, 0)`
 
 // PGAdvanceArgs renders the row as PGAdvance's text-format parameters.
@@ -128,6 +146,10 @@ func (r Row) PGAdvanceArgs() [][]byte {
 		nil,
 		nil,
 		nil,
+		nil,
+	}
+	if r.Timeline != 0 {
+		args[7] = strconv.AppendUint(nil, uint64(r.Timeline), 10)
 	}
 	if r.Hold != 0 {
 		args[6] = []byte(r.Hold.String())
@@ -175,15 +197,29 @@ func PGEnsure(ctx context.Context, conn *pgx.Conn, row Row) (Row, bool, error) {
 	return stored, tag.RowsAffected() == 1, nil
 }
 
-// PGRead reads the pipeline's row; ErrNotFound when there is none.
+// PGRead reads the pipeline's row; ErrNotFound when there is none. A
+// checkpoint table made by an older decant, which lacks a column, gains
+// it here, so that run upgrades it in place without another init.
 func PGRead(ctx context.Context, conn *pgx.Conn, pipeline string) (Row, error) {
+	r, err := pgRead(ctx, conn, pipeline)
+	if pgsession.Code(err) != "42703" { // undefined_column
+		return r, err
+	}
+	if _, err := conn.Exec(ctx, pgUpgrade); err != nil {
+		return Row{}, fmt.Errorf("add decant's new columns to decant.checkpoint on the target: %w", err)
+	}
+	return pgRead(ctx, conn, pipeline)
+}
+
+func pgRead(ctx context.Context, conn *pgx.Conn, pipeline string) (Row, error) {
 	var r Row
 	var xid, csn *int64
 	var commitTime *time.Time
 	var hold *string
-	err := conn.QueryRow(ctx, `SELECT pipeline, system_id, commit_lsn::text, end_lsn::text, xid, commit_csn, commit_time, applied_time, hold_lsn::text
+	var timeline *int64
+	err := conn.QueryRow(ctx, `SELECT pipeline, system_id, commit_lsn::text, end_lsn::text, xid, commit_csn, commit_time, applied_time, hold_lsn::text, timeline
 		FROM decant.checkpoint WHERE pipeline = $1`, pipeline).
-		Scan(&r.Pipeline, &r.SystemID, &r.Commit, &r.End, &xid, &csn, &commitTime, &r.AppliedTime, &hold)
+		Scan(&r.Pipeline, &r.SystemID, &r.Commit, &r.End, &xid, &csn, &commitTime, &r.AppliedTime, &hold, &timeline)
 	// PostgreSQL targets apply DDL inside the transaction and never write a
 	// partial position.
 	if errors.Is(err, pgx.ErrNoRows) || isMissingPG(err) {
@@ -200,6 +236,9 @@ func PGRead(ctx context.Context, conn *pgx.Conn, pipeline string) (Row, error) {
 	}
 	if commitTime != nil {
 		r.CommitTime = *commitTime
+	}
+	if timeline != nil {
+		r.Timeline = uint32(*timeline)
 	}
 	if hold != nil {
 		if r.Hold, err = source.ParseLSN(*hold); err != nil {

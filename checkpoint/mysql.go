@@ -29,12 +29,17 @@ const MySQLCreate = `CREATE TABLE IF NOT EXISTS decant_checkpoint (
 	applied_time DATETIME(6) NOT NULL,
 	partial_commit_lsn BIGINT UNSIGNED NOT NULL DEFAULT 0,
 	partial_seq  INT NOT NULL DEFAULT 0,
-	hold_lsn     BIGINT UNSIGNED NOT NULL DEFAULT 0
+	hold_lsn     BIGINT UNSIGNED NOT NULL DEFAULT 0,
+	timeline     INT UNSIGNED NOT NULL DEFAULT 0
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`
 
-// mysqlAddHold adds hold_lsn to a checkpoint table made before it existed
-// (MySQL 8 has no ADD COLUMN IF NOT EXISTS).
-const mysqlAddHold = `ALTER TABLE decant_checkpoint ADD COLUMN hold_lsn BIGINT UNSIGNED NOT NULL DEFAULT 0`
+// mysqlAdded are the columns added to decant_checkpoint since its first
+// version, each with the statement that adds it to a table made before it
+// existed (MySQL 8 has no ADD COLUMN IF NOT EXISTS).
+var mysqlAdded = []struct{ column, add string }{
+	{"hold_lsn", `ALTER TABLE decant_checkpoint ADD COLUMN hold_lsn BIGINT UNSIGNED NOT NULL DEFAULT 0`},
+	{"timeline", `ALTER TABLE decant_checkpoint ADD COLUMN timeline INT UNSIGNED NOT NULL DEFAULT 0`},
+}
 
 // MySQLAdvance moves the checkpoint forward inside the applying
 // transaction; it matches no row if the stored position is already past
@@ -42,7 +47,7 @@ const mysqlAddHold = `ALTER TABLE decant_checkpoint ADD COLUMN hold_lsn BIGINT U
 // Parameters: MySQLAdvanceArgs.
 const MySQLAdvance = `UPDATE decant_checkpoint
 	SET commit_lsn = ?, end_lsn = ?, xid = ?, commit_time = ?, commit_csn = ?, applied_time = UTC_TIMESTAMP(6),
-		partial_commit_lsn = ?, partial_seq = ?, hold_lsn = ?
+		partial_commit_lsn = ?, partial_seq = ?, hold_lsn = ?, timeline = IF(? = 0, timeline, ?)
 	WHERE pipeline = ? AND end_lsn <= ? AND COALESCE(commit_csn, 0) <= ?`
 
 // MySQLAdvanceArgs are MySQLAdvance's parameters.
@@ -58,7 +63,7 @@ func (r Row) MySQLAdvanceArgs() []any {
 	if r.CSN != 0 {
 		csn = r.CSN
 	}
-	return []any{uint64(r.Commit), uint64(r.End), xid, commitTime, csn, uint64(r.PartialCommit), int64(r.PartialSeq), uint64(r.Hold), r.Pipeline, uint64(r.End), r.CSN}
+	return []any{uint64(r.Commit), uint64(r.End), xid, commitTime, csn, uint64(r.PartialCommit), int64(r.PartialSeq), uint64(r.Hold), uint64(r.Timeline), uint64(r.Timeline), r.Pipeline, uint64(r.End), r.CSN}
 }
 
 // Querier is what the MySQL functions need: *sql.DB, *sql.Conn or *sql.Tx.
@@ -76,15 +81,8 @@ func MySQLEnsure(ctx context.Context, db Querier, row Row) (Row, bool, error) {
 			return Row{}, false, fmt.Errorf("create decant's tables on target: %w", err)
 		}
 	}
-	var hasHold int
-	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.COLUMNS
-		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'decant_checkpoint' AND COLUMN_NAME = 'hold_lsn'`).Scan(&hasHold); err != nil {
-		return Row{}, false, fmt.Errorf("read decant_checkpoint's columns: %w", err)
-	}
-	if hasHold == 0 {
-		if _, err := db.ExecContext(ctx, mysqlAddHold); err != nil {
-			return Row{}, false, fmt.Errorf("add hold_lsn to decant_checkpoint: %w", err)
-		}
+	if err := mysqlUpgrade(ctx, db); err != nil {
+		return Row{}, false, err
 	}
 	var csn any
 	if row.CSN != 0 {
@@ -106,8 +104,41 @@ func MySQLEnsure(ctx context.Context, db Querier, row Row) (Row, bool, error) {
 	return stored, n == 1, nil
 }
 
-// MySQLRead reads the pipeline's row; ErrNotFound when there is none.
+// mysqlUpgrade adds the columns a checkpoint table made by an older
+// decant lacks.
+func mysqlUpgrade(ctx context.Context, db Querier) error {
+	for _, c := range mysqlAdded {
+		var has int
+		if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.COLUMNS
+			WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'decant_checkpoint' AND COLUMN_NAME = ?`, c.column).Scan(&has); err != nil {
+			return fmt.Errorf("read decant_checkpoint's columns: %w", err)
+		}
+		if has > 0 {
+			continue
+		}
+		if _, err := db.ExecContext(ctx, c.add); err != nil {
+			return fmt.Errorf("add %s to decant_checkpoint: %w", c.column, err)
+		}
+	}
+	return nil
+}
+
+// MySQLRead reads the pipeline's row; ErrNotFound when there is none. A
+// checkpoint table made by an older decant gains the columns it lacks
+// here, as with PGRead.
 func MySQLRead(ctx context.Context, db Querier, pipeline string) (Row, error) {
+	r, err := mysqlRead(ctx, db, pipeline)
+	var myErr *mysql.MySQLError
+	if !errors.As(err, &myErr) || myErr.Number != 1054 { // unknown column
+		return r, err
+	}
+	if err := mysqlUpgrade(ctx, db); err != nil {
+		return Row{}, err
+	}
+	return mysqlRead(ctx, db, pipeline)
+}
+
+func mysqlRead(ctx context.Context, db Querier, pipeline string) (Row, error) {
 	var r Row
 	var commit, end uint64
 	var xid sql.NullInt64
@@ -115,11 +146,12 @@ func MySQLRead(ctx context.Context, db Querier, pipeline string) (Row, error) {
 	var commitTime sql.NullString
 	var applied string
 	var partial, hold uint64
+	var timeline uint32
 	err := db.QueryRowContext(ctx, `SELECT pipeline, system_id, commit_lsn, end_lsn, xid, commit_csn,
 			DATE_FORMAT(commit_time, '%Y-%m-%d %H:%i:%s.%f'), DATE_FORMAT(applied_time, '%Y-%m-%d %H:%i:%s.%f'),
-			partial_commit_lsn, partial_seq, hold_lsn
+			partial_commit_lsn, partial_seq, hold_lsn, timeline
 		FROM decant_checkpoint WHERE pipeline = ?`, pipeline).
-		Scan(&r.Pipeline, &r.SystemID, &commit, &end, &xid, &csn, &commitTime, &applied, &partial, &r.PartialSeq, &hold)
+		Scan(&r.Pipeline, &r.SystemID, &commit, &end, &xid, &csn, &commitTime, &applied, &partial, &r.PartialSeq, &hold, &timeline)
 	var myErr *mysql.MySQLError
 	if errors.Is(err, sql.ErrNoRows) || (errors.As(err, &myErr) && myErr.Number == 1146) {
 		return Row{}, fmt.Errorf("%w for pipeline %s on the target; run decant init first", ErrNotFound, pipeline)
@@ -128,7 +160,7 @@ func MySQLRead(ctx context.Context, db Querier, pipeline string) (Row, error) {
 		return Row{}, fmt.Errorf("read checkpoint of pipeline %s: %w", pipeline, err)
 	}
 	r.Commit, r.End, r.Xid = source.LSN(commit), source.LSN(end), uint32(xid.Int64)
-	r.PartialCommit, r.Hold = source.LSN(partial), source.LSN(hold)
+	r.PartialCommit, r.Hold, r.Timeline = source.LSN(partial), source.LSN(hold), timeline
 	if csn.Valid {
 		r.CSN, _ = strconv.ParseUint(csn.String, 10, 64)
 	}

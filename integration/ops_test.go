@@ -113,8 +113,9 @@ func TestSecondRunUnderLoad(t *testing.T) {
 }
 
 // TestSlotConsumed: when something else really consumed the slot past the
-// target's checkpoint, run refuses to stream, names both positions and
-// tells how to rebuild the pipeline.
+// target's checkpoint, run refuses to stream with the exit code for
+// "needs a person", names both positions and tells how to repair the
+// target (resync, not a rebuild).
 func TestSlotConsumed(t *testing.T) {
 	p := newPair(t)
 	p.both(opsSchema)
@@ -125,10 +126,10 @@ func TestSlotConsumed(t *testing.T) {
 	psql(t, p.src, `SELECT pg_replication_slot_advance('`+p.name+`', pg_current_wal_lsn())`)
 	start := time.Now()
 	_, errOut, code := p.decant("run", "--slot-wait", "2s")
-	if code != 1 {
-		t.Errorf("run on a consumed slot: exit %d, want 1", code)
+	if code != 3 {
+		t.Errorf("run on a consumed slot: exit %d, want 3", code)
 	}
-	oneLineError(t, "consumed slot", errOut, "slot "+p.name+" confirmed", "consumed", p.checkpointEnd(), "decant drop")
+	oneLineError(t, "consumed slot", errOut, "slot "+p.name+" confirmed", "consumed", p.checkpointEnd(), "decant resync --pipeline "+p.name)
 	if took := time.Since(start); took > 20*time.Second {
 		t.Errorf("run on a consumed slot took %s to give up", took)
 	}

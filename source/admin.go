@@ -45,7 +45,7 @@ type SlotStatus struct {
 	ConfirmedCSN uint64
 	Restart      LSN    // PostgreSQL: the oldest WAL the slot keeps
 	Current      LSN    // the source's current WAL position
-	Retained     int64  // PostgreSQL: WAL bytes the slot holds back
+	Retained     int64  // PostgreSQL: WAL bytes the slot holds back (0 for an invalidated slot, which has no restart_lsn)
 	WALStatus    string // PostgreSQL: pg_replication_slots.wal_status
 	// FlushLag is the source's own measure of the slot's consumer
 	// (pg_stat_replication.flush_lag), when HasFlushLag (PostgreSQL).

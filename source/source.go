@@ -188,6 +188,9 @@ func rowSize(row []Value) int {
 type Server struct {
 	SystemID string // identifies the source database cluster; a replica keeps its primary's
 	WALEnd   LSN    // end of the source's log when asked
+	// Timeline is the source's current timeline (IDENTIFY_SYSTEM): a
+	// promoted standby starts a new one. 0 when the source does not say.
+	Timeline uint32
 }
 
 // StreamRequest is what a consumer asks of a reader.
@@ -206,4 +209,7 @@ type StreamRequest struct {
 	// output-order 1): the last applied commit CSN.
 	StartCSN uint64
 	AckedCSN func() uint64
+	// Timeline is the source timeline recorded with the checkpoint (0:
+	// none), against which a reader explains a missing slot.
+	Timeline uint32
 }

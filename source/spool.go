@@ -155,6 +155,9 @@ func (e *SpillFullError) Unwrap() error { return e.Err }
 // full directory.
 func (e *SpillFullError) Retryable() bool { return false }
 
+// NeedsPerson: space seldom comes back by itself.
+func (e *SpillFullError) NeedsPerson() bool { return true }
+
 // SizeText prints a byte count for people: "1.5 MiB".
 func SizeText(n int64) string {
 	switch {

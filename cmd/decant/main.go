@@ -18,7 +18,9 @@
 // become output.
 //
 // Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error,
-// 3 the spill directory is full (a person must make room; not retried).
+// 3 needs a person, not retried: the spill directory is full, or the slot
+// can no longer stream what the target lacks (missing, invalidated,
+// consumed past the checkpoint).
 package main
 
 import (
@@ -58,8 +60,7 @@ func report(err error) int {
 		strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand") {
 		return 2
 	}
-	var full *source.SpillFullError
-	if errors.As(err, &full) {
+	if source.NeedsPerson(err) {
 		return 3
 	}
 	return 1

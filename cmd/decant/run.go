@@ -20,7 +20,7 @@ import (
 func runCmd() *cobra.Command {
 	var f flags
 	var catchUp bool
-	var slotWait time.Duration
+	var slotWait, slotCheck time.Duration
 	var cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -46,7 +46,7 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 			if err != nil {
 				return err
 			}
-			err = runPipeline(cmd.Context(), c, catchUp, slotWait, logger(c))
+			err = runPipelineChecking(cmd.Context(), c, catchUp, slotWait, slotCheck, logger(c))
 			if perr := stop(); err == nil {
 				err = perr
 			}
@@ -64,6 +64,10 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 	addApplyFlags(cmd, &f)
 	cmd.Flags().BoolVar(&catchUp, "catch-up", false, "exit 0 once everything committed on the source before the start is applied")
 	cmd.Flags().DurationVar(&slotWait, "slot-wait", 60*time.Second, "how long to keep retrying while the slot is held by another session before giving up")
+	// How often the slot is checked while streaming: hidden, for tests
+	// that cannot wait the 30 s default.
+	cmd.Flags().DurationVar(&slotCheck, "slot-check-interval", 30*time.Second, "how often to check the slot on a side connection while streaming")
+	_ = cmd.Flags().MarkHidden("slot-check-interval") // fails only for an undefined flag
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (Go pprof format, for go tool pprof), completed when decant exits, on SIGINT or SIGTERM too")
 	return cmd
 }
@@ -96,6 +100,12 @@ func startCPUProfile(path string) (stop func() error, err error) {
 // runPipeline streams and applies until ctx ends or, with catchUp, the
 // target has what the source committed before the start.
 func runPipeline(ctx context.Context, c config, catchUp bool, slotWait time.Duration, log *slog.Logger) error {
+	return runPipelineChecking(ctx, c, catchUp, slotWait, 0, log)
+}
+
+// runPipelineChecking is runPipeline checking the slot every slotCheck
+// while streaming (0: the pipeline's default).
+func runPipelineChecking(ctx context.Context, c config, catchUp bool, slotWait, slotCheck time.Duration, log *slog.Logger) error {
 	limitMemory(c.memory)
 	if !c.gaussSource() {
 		if err := migrate.CopyFinished(ctx, c.workflow(log)); err != nil {
@@ -121,7 +131,7 @@ func runPipeline(ctx context.Context, c config, catchUp bool, slotWait time.Dura
 	if err != nil {
 		return usageError{err}
 	}
-	p := apply.New(apply.Config{CatchUp: catchUp, SlotWait: slotWait, Logger: log}, reader, target)
+	p := apply.New(apply.Config{CatchUp: catchUp, SlotWait: slotWait, SlotCheck: slotCheck, Logger: log}, reader, target)
 	return p.Run(ctx)
 }
 

@@ -115,7 +115,11 @@ func identify(ctx context.Context, conn *pgconn.PgConn) (source.Server, error) {
 	if err != nil {
 		return source.Server{}, fmt.Errorf("identify source system: %w", err)
 	}
-	return source.Server{SystemID: row[0], WALEnd: end}, nil
+	srv := source.Server{SystemID: row[0], WALEnd: end}
+	if tl, err := strconv.ParseUint(row[1], 10, 32); err == nil {
+		srv.Timeline = uint32(tl)
+	}
+	return srv, nil
 }
 
 // slotInfo is what the source says about the slot.
@@ -149,32 +153,53 @@ func readSlot(ctx context.Context, conn *pgconn.PgConn, slot string) (slotInfo, 
 	return s, true, nil
 }
 
-// checkSlot refuses a missing slot, a slot of the other ordering, a slot
-// held by another session (source.SlotBusyError, which the pipeline waits
-// out), and a slot confirmed past the checkpoint the stream starts from
-// (source.SlotAheadError: the pipeline tells a run that moved both
-// meanwhile from a real loss).
-func (r *Reader) checkSlot(ctx context.Context, conn *pgconn.PgConn, req source.StreamRequest) error {
+// checkSlot refuses a slot of the other ordering, a slot held by another
+// session (source.SlotBusyError, which the pipeline waits out), and one
+// that cannot stream what the target lacks (source.SlotState.Check:
+// missing, or confirmed past the checkpoint the stream starts from, where
+// the pipeline tells a run that moved both meanwhile from a real loss).
+// GaussDB and openGauss have no wal_status, and readSlot reads only the
+// columns both are known to have.
+func (r *Reader) checkSlot(ctx context.Context, conn *pgconn.PgConn, srv source.Server, req source.StreamRequest) error {
 	s, ok, err := readSlot(ctx, conn, r.cfg.Slot)
 	if err != nil {
 		return err
 	}
-	if !ok {
-		return setupf("slot %s does not exist on the source; run decant init", r.cfg.Slot)
-	}
-	csnSlot := s.confirmedCSN != 0
-	if csnSlot != r.cfg.Options.CSNOrder() {
+	st := s.state(r.cfg.Slot, ok, srv)
+	if ok && st.ByCSN != r.cfg.Options.CSNOrder() {
 		return setupf("slot %s is ordered by %s but output-order is %s; use a slot of the matching kind",
-			r.cfg.Slot, orderName(csnSlot), orderName(r.cfg.Options.CSNOrder()))
+			r.cfg.Slot, orderName(st.ByCSN), orderName(r.cfg.Options.CSNOrder()))
 	}
 	if s.active {
 		return &source.SlotBusyError{Slot: r.cfg.Slot}
 	}
-	if (!csnSlot && s.confirmed > req.Start) || (csnSlot && s.confirmedCSN > req.StartCSN) {
-		return &source.SlotAheadError{Slot: r.cfg.Slot, ByCSN: csnSlot,
-			Confirmed: s.confirmed, Start: req.Start, ConfirmedCSN: s.confirmedCSN, StartCSN: req.StartCSN}
-	}
-	return nil
+	return st.Check(source.Held{Pipeline: r.cfg.Slot, Start: req.Start, StartCSN: req.StartCSN, Timeline: req.Timeline})
+}
+
+// state is the slot as source.SlotState.Check judges it.
+func (s slotInfo) state(slot string, exists bool, srv source.Server) source.SlotState {
+	return source.SlotState{Slot: slot, Exists: exists, ByCSN: s.confirmedCSN != 0, Confirmed: s.confirmed, ConfirmedCSN: s.confirmedCSN,
+		Timeline: srv.Timeline, WALEnd: srv.WALEnd}
+}
+
+// SlotState reads the slot on a connection of its own, for checks while
+// a stream runs.
+func (r *Reader) SlotState(ctx context.Context) (st source.SlotState, err error) {
+	err = r.bound().Do(ctx, "reading the slot", func(ctx context.Context) error {
+		conn, err := Connect(ctx, r.conn)
+		if err != nil {
+			return err
+		}
+		defer pgsession.Close(ctx, conn)
+		srv, err := identify(ctx, conn)
+		if err != nil {
+			return err
+		}
+		s, ok, err := readSlot(ctx, conn, r.cfg.Slot)
+		st = s.state(r.cfg.Slot, ok, srv)
+		return err
+	})
+	return st, err
 }
 
 func orderName(csn bool) string {
@@ -207,7 +232,7 @@ func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<
 	if req.SystemID != "" && srv.SystemID != req.SystemID {
 		return fmt.Errorf("source system identifier is %s but the target's checkpoint was recorded from %s: decant is pointed at a different source server; fix --source, or run decant drop and init for the new source", srv.SystemID, req.SystemID)
 	}
-	if err := r.checkSlot(ctx, conn, req); err != nil {
+	if err := r.checkSlot(ctx, conn, srv, req); err != nil {
 		return err
 	}
 	start := req.Start

@@ -193,7 +193,7 @@ func ReadSlot(ctx context.Context, conn *pgx.Conn, slot string) (source.SlotStat
 	var lag *float64
 	var walStatus *string
 	err = conn.QueryRow(ctx, `SELECT s.active, s.active_pid, s.confirmed_flush_lsn::text, s.restart_lsn::text,
-			pg_wal_lsn_diff(pg_current_wal_lsn(), s.restart_lsn)::bigint, s.wal_status,
+			coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), s.restart_lsn)::bigint, 0), s.wal_status,
 			(SELECT extract(epoch FROM r.flush_lag)::float8 FROM pg_stat_replication r WHERE r.pid = s.active_pid)
 		FROM pg_replication_slots s WHERE s.slot_name = $1`, slot).
 		Scan(&s.Active, &pid, &s.Confirmed, &s.Restart, &s.Retained, &walStatus, &lag)

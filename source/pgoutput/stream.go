@@ -124,7 +124,7 @@ func identify(ctx context.Context, conn *pgconn.PgConn) (source.Server, error) {
 	}); err != nil {
 		return source.Server{}, fmt.Errorf("read source WAL position: %w", err)
 	}
-	return source.Server{SystemID: sys.SystemID, WALEnd: max(end, cur)}, nil
+	return source.Server{SystemID: sys.SystemID, WALEnd: max(end, cur), Timeline: uint32(sys.Timeline)}, nil
 }
 
 // Stream connects, starts replication at req.Start and delivers chunks to
@@ -151,7 +151,7 @@ func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<
 	if req.SystemID != "" && srv.SystemID != req.SystemID {
 		return &SystemMismatchError{Want: req.SystemID, Got: srv.SystemID}
 	}
-	if err := r.checkSlot(ctx, conn, req.Start); err != nil {
+	if err := r.checkSlot(ctx, conn, srv, req); err != nil {
 		return err
 	}
 	if err := source.RemoveSpills(r.cfg.SpillDir, spillPrefix(r.cfg.Slot)); err != nil {
@@ -225,43 +225,94 @@ func (r *Reader) protocol(ctx context.Context, conn *pgconn.PgConn) (int, error)
 	return 1, nil
 }
 
-// checkSlot refuses to stream from a slot that is missing, belongs to
-// another plugin, is held by another session (source.SlotBusyError, which
-// the pipeline waits out), or was confirmed past the checkpoint the stream
-// starts from (source.SlotAheadError: the pipeline tells a run that moved
-// both meanwhile from a real loss, the transactions in between).
-func (r *Reader) checkSlot(ctx context.Context, conn *pgconn.PgConn, start source.LSN) error {
-	q := fmt.Sprintf(`SELECT plugin, coalesce(confirmed_flush_lsn::text, ''), active::text, coalesce(active_pid, 0)::text
-		FROM pg_replication_slots WHERE slot_name = %s AND database = current_database()`, quoteLiteral(r.cfg.Slot))
-	res, err := conn.Exec(ctx, q).ReadAll()
+// checkSlot refuses to stream from a slot that belongs to another plugin,
+// is held by another session (source.SlotBusyError, which the pipeline
+// waits out), or cannot stream everything the target lacks
+// (source.SlotState.Check: missing, invalidated, or confirmed past the
+// checkpoint the stream starts from, where the pipeline tells a run that
+// moved both meanwhile from a real loss). A slot whose WAL the source no
+// longer reserves is only warned of.
+func (r *Reader) checkSlot(ctx context.Context, conn *pgconn.PgConn, srv source.Server, req source.StreamRequest) error {
+	st, plugin, pid, err := r.readSlot(ctx, conn, srv)
 	if err != nil {
-		return fmt.Errorf("read slot %s: %w", r.cfg.Slot, err)
+		return err
 	}
-	if len(res) == 0 || len(res[0].Rows) == 0 {
-		return setupf("slot %s does not exist in the source database; run decant init", r.cfg.Slot)
-	}
-	row := res[0].Rows[0]
-	if plugin := string(row[0]); plugin != "pgoutput" {
+	if st.Exists && plugin != "pgoutput" {
 		return setupf("slot %s uses plugin %s, not pgoutput; drop it or choose another --pipeline", r.cfg.Slot, plugin)
 	}
-	if string(row[2]) == "true" {
-		pid, _ := strconv.Atoi(string(row[3]))
-		return &source.SlotBusyError{Slot: r.cfg.Slot, PID: pid}
+	if pid != 0 {
+		return &source.SlotBusyError{Slot: r.cfg.Slot, PID: max(pid, 0)}
 	}
-	confirmed, err := source.ParseLSN(string(row[1]))
-	if err != nil {
-		return fmt.Errorf("read slot %s: %w", r.cfg.Slot, err)
+	if err := st.Check(source.Held{Pipeline: r.cfg.Pipeline, Start: req.Start, Timeline: req.Timeline}); err != nil {
+		return err
 	}
-	if confirmed > start {
-		return &source.SlotAheadError{Slot: r.cfg.Slot, Confirmed: confirmed, Start: start}
+	if st.Unreserved() {
+		r.log.Warn("the source no longer reserves WAL for the slot (wal_status unreserved, past max_slot_wal_keep_size): its next checkpoint may invalidate the slot unless decant catches up first",
+			"slot", r.cfg.Slot, "restart", st.Restart.String(), "confirmed", st.Confirmed.String(), "checkpoint", req.Start.String())
 	}
-	q = fmt.Sprintf(`SELECT count(*) FROM pg_publication WHERE pubname = %s`, quoteLiteral(r.cfg.Publication))
+	q := fmt.Sprintf(`SELECT count(*) FROM pg_publication WHERE pubname = %s`, quoteLiteral(r.cfg.Publication))
 	return queryOne(ctx, conn, q, func(n string) error {
 		if n == "0" {
 			return setupf("publication %s does not exist in the source database; run decant init", r.cfg.Publication)
 		}
 		return nil
 	})
+}
+
+// readSlot reads the slot's state, its plugin and the process holding it
+// (0 when none). wal_status (PostgreSQL 13+) is read through to_jsonb, so
+// that a server without the column answers "" instead of an error.
+func (r *Reader) readSlot(ctx context.Context, conn *pgconn.PgConn, srv source.Server) (st source.SlotState, plugin string, pid int, err error) {
+	st = source.SlotState{Slot: r.cfg.Slot, Timeline: srv.Timeline, WALEnd: srv.WALEnd, HasRestart: true}
+	q := fmt.Sprintf(`SELECT plugin, coalesce(confirmed_flush_lsn::text, ''), CASE WHEN active THEN coalesce(active_pid, -1) ELSE 0 END::text,
+			coalesce(restart_lsn::text, ''), coalesce(to_jsonb(s)->>'wal_status', '')
+		FROM pg_replication_slots s WHERE slot_name = %s AND database = current_database()`, quoteLiteral(r.cfg.Slot))
+	res, err := conn.Exec(ctx, q).ReadAll()
+	if err != nil {
+		return st, "", 0, fmt.Errorf("read slot %s: %w", r.cfg.Slot, err)
+	}
+	if len(res) == 0 || len(res[0].Rows) == 0 {
+		return st, "", 0, nil
+	}
+	row := res[0].Rows[0]
+	st.Exists, plugin, st.WALStatus = true, string(row[0]), string(row[4])
+	if pid, err = strconv.Atoi(string(row[2])); err != nil {
+		return st, "", 0, fmt.Errorf("read slot %s: active_pid %q: %w", r.cfg.Slot, row[2], err)
+	}
+	if st.Confirmed, err = parseOptionalLSN(row[1]); err == nil {
+		st.Restart, err = parseOptionalLSN(row[3])
+	}
+	if err != nil {
+		return st, "", 0, fmt.Errorf("read slot %s: %w", r.cfg.Slot, err)
+	}
+	return st, plugin, pid, nil
+}
+
+// parseOptionalLSN parses an LSN column, "" (NULL) being 0.
+func parseOptionalLSN(v []byte) (source.LSN, error) {
+	if len(v) == 0 {
+		return 0, nil
+	}
+	return source.ParseLSN(string(v))
+}
+
+// SlotState reads the slot on a replication connection of its own, for
+// checks while a stream runs (the stream's connection is busy streaming).
+func (r *Reader) SlotState(ctx context.Context) (st source.SlotState, err error) {
+	err = r.bound().Do(ctx, "reading the slot", func(ctx context.Context) error {
+		conn, err := pgsession.ConnectReplication(ctx, r.cfg.DSN)
+		if err != nil {
+			return err
+		}
+		defer pgsession.Close(ctx, conn)
+		srv, err := identify(ctx, conn)
+		if err != nil {
+			return err
+		}
+		st, _, _, err = r.readSlot(ctx, conn, srv)
+		return err
+	})
+	return st, err
 }
 
 // stream is the state of one replication connection.
