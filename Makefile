@@ -42,7 +42,8 @@ bench: deps
 # under the package's testdata/fuzz and fails `make test` from then on.
 FUZZTIME ?= 30s
 FUZZ_TARGETS := ./source/pgoutput:FuzzDecode ./source/gauss:FuzzDecodeBinary ./source/gauss:FuzzDecodeText \
-	./source/gauss:FuzzDecodeJSON ./source/gauss:FuzzDecodeMppdb ./mapping:FuzzArrayToJSON ./mapping:FuzzCompositeToJSON
+	./source/gauss:FuzzDecodeJSON ./source/gauss:FuzzDecodeMppdb ./source/gauss:FuzzLex ./source/gauss:FuzzParse \
+	./source/gauss:FuzzCatalogApply ./mapping:FuzzArrayToJSON ./mapping:FuzzCompositeToJSON
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $${t#*:} in $${t%%:*} for $(FUZZTIME)"; \
