@@ -3,7 +3,6 @@ package apply
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/decant/decant/checkpoint"
@@ -188,86 +187,4 @@ func (p *Pipeline) rollbackStreams(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	st.StreamRollbackAll(rctx)
-}
-
-// Savepoints keeps, for one transaction applied while in progress, the
-// subtransactions that have a savepoint in its target transaction, in the
-// order they were set. A StreamTarget asks it when to set a savepoint and
-// whether a rollback to one is due.
-//
-// A subtransaction's changes follow its savepoint; those of
-// subtransactions nested in it come after too, so rolling back to it
-// discards exactly what the source's rollback discards. A subtransaction
-// without changes for the target never gets one, and rolling it back is
-// nothing to do.
-type Savepoints struct {
-	subs []uint32       // in the order set
-	at   map[uint32]int // index in subs
-}
-
-// Enter reports whether a change of subtransaction sub of transaction xid
-// needs a savepoint first (sub is a subtransaction without one), and then
-// records it. Changes of xid itself (sub == xid, or 0) need none.
-func (s *Savepoints) Enter(xid, sub uint32) bool {
-	if sub == 0 || sub == xid {
-		return false
-	}
-	if n := len(s.subs); n > 0 && s.subs[n-1] == sub {
-		return false
-	}
-	if _, ok := s.at[sub]; ok {
-		return false
-	}
-	if s.at == nil {
-		s.at = map[uint32]int{}
-	}
-	s.at[sub] = len(s.subs)
-	s.subs = append(s.subs, sub)
-	return true
-}
-
-// RollbackTo reports whether sub has a savepoint to roll back to, and
-// then forgets it and every later one: the rollback discards their
-// changes, and the subtransactions are over.
-func (s *Savepoints) RollbackTo(sub uint32) bool {
-	i, ok := s.at[sub]
-	if !ok {
-		return false
-	}
-	for _, later := range s.subs[i:] {
-		delete(s.at, later)
-	}
-	s.subs = s.subs[:i]
-	return true
-}
-
-// Len is how many savepoints are set.
-func (s *Savepoints) Len() int { return len(s.subs) }
-
-// SavepointName is the SQL name of subtransaction sub's savepoint; it
-// needs no quoting in either dialect.
-func SavepointName(sub uint32) string { return "s_" + strconv.FormatUint(uint64(sub), 10) }
-
-// SubtransactionRuns checks that a streamed transaction's changes hold no
-// schema change, then calls fn for each run of consecutive changes of one
-// subtransaction (Change.Sub), in order: the targets open a savepoint at
-// a subtransaction's first run.
-func SubtransactionRuns(txn *source.Txn, changes []source.Change, fn func(sub uint32, run []source.Change) error) error {
-	for i := range changes {
-		if changes[i].Op == source.OpDDL {
-			return StreamedDDLError(txn, changes[i].DDL)
-		}
-	}
-	for len(changes) > 0 {
-		sub := changes[0].Sub
-		n := 1
-		for n < len(changes) && changes[n].Sub == sub {
-			n++
-		}
-		if err := fn(sub, changes[:n]); err != nil {
-			return err
-		}
-		changes = changes[n:]
-	}
-	return nil
 }

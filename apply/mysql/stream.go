@@ -12,7 +12,8 @@ import (
 	"github.com/decant/decant/source"
 )
 
-// Transactions streamed while in progress (apply.StreamTarget).
+// Transactions streamed while in progress (apply.StreamTarget), kept in
+// an apply.Streams.
 //
 // Each streamed xid gets a writer of its own: a child Target on a
 // connection of its own, with the main writer's configuration and session
@@ -41,57 +42,60 @@ import (
 
 var _ apply.StreamTarget = (*Target)(nil)
 
-// stream is a streamed transaction open on the target.
-type stream struct {
-	w     *Target
-	txn   *source.Txn // its in-progress Txn, to name it in errors
-	saved apply.Savepoints
-}
+// streamWriter is the child Target of one streamed transaction.
+type streamWriter struct{ *Target }
+
+var _ apply.StreamWriter = streamWriter{}
 
 // StreamApply writes changes of the in-progress transaction txn on its own
 // connection, opening it on first use.
 func (t *Target) StreamApply(ctx context.Context, txn *source.Txn, changes []source.Change) error {
-	var s *stream
-	return apply.SubtransactionRuns(txn, changes, func(sub uint32, run []source.Change) error {
-		if s == nil {
-			var err error
-			if s, err = t.openStream(ctx, txn); err != nil {
-				return err
-			}
-		}
-		if s.saved.Enter(txn.Xid, sub) {
-			if err := s.w.endRun(ctx); err != nil {
-				return err
-			}
-			s.w.begin()
-			s.w.batch.add("SAVEPOINT "+apply.SavepointName(sub), nil, apply.Origin{Op: "savepoint", Txn: txn, Expect: -1})
-		}
-		return s.w.Apply(ctx, txn, run)
-	})
+	return t.streams.Apply(ctx, t.log, txn, changes, t.openStream)
 }
 
-func (t *Target) openStream(ctx context.Context, txn *source.Txn) (*stream, error) {
-	if s := t.streams[txn.Xid]; s != nil {
-		return s, nil
-	}
+// openStream connects a child writer for a streamed transaction, with both
+// sessions at READ COMMITTED.
+func (t *Target) openStream(ctx context.Context) (streamWriter, error) {
 	if err := t.readCommitted(ctx); err != nil {
-		return nil, fmt.Errorf("target session: %w", err)
+		return streamWriter{}, fmt.Errorf("main target session: %w", err)
 	}
 	w := &Target{cfg: t.cfg, log: t.log}
 	if err := w.connect(ctx); err != nil {
-		return nil, fmt.Errorf("connect for transaction xid %d, streamed while in progress: %w", txn.Xid, err)
+		return streamWriter{}, err
 	}
 	if err := w.readCommitted(ctx); err != nil {
 		w.Close(ctx)
-		return nil, fmt.Errorf("target session for transaction xid %d, streamed while in progress: %w", txn.Xid, err)
+		return streamWriter{}, fmt.Errorf("target session: %w", err)
 	}
-	if t.streams == nil {
-		t.streams = map[uint32]*stream{}
+	return streamWriter{w}, nil
+}
+
+// Savepoint queues SAVEPOINT name in the batch, behind everything before it.
+func (w streamWriter) Savepoint(ctx context.Context, txn *source.Txn, name string) error {
+	if err := w.endRun(ctx); err != nil {
+		return err
 	}
-	s := &stream{w: w, txn: txn}
-	t.streams[txn.Xid] = s
-	t.log.Info("applying a transaction while it is in progress, on a connection of its own", "xid", txn.Xid, "open", len(t.streams))
-	return s, nil
+	w.begin()
+	w.batch.add("SAVEPOINT "+name, nil, apply.Origin{Op: "savepoint", Txn: txn, Expect: -1})
+	return nil
+}
+
+// RollbackTo sends ROLLBACK TO SAVEPOINT name at once, as the last
+// statement of its batch (it may remove decant_batch), and forgets the
+// tables' definitions (apply.StreamWriter says why). InnoDB keeps the row
+// locks of the rolled-back statements until the transaction ends, unlike
+// the source (lockHint).
+func (w streamWriter) RollbackTo(ctx context.Context, txn *source.Txn, name string) error {
+	if err := w.endRun(ctx); err != nil {
+		return err
+	}
+	w.begin()
+	w.batch.add("ROLLBACK TO SAVEPOINT "+name, nil, apply.Origin{Op: "rollback to savepoint", Txn: txn, Expect: -1})
+	if err := w.flush(ctx); err != nil {
+		return err
+	}
+	w.forgetTables()
+	return nil
 }
 
 // readCommitted makes the session's next transactions READ COMMITTED,
@@ -119,73 +123,24 @@ func (t *Target) readCommitted(ctx context.Context) error {
 
 // StreamAbort rolls back subtransaction sub of xid, or all of xid.
 func (t *Target) StreamAbort(ctx context.Context, xid, sub uint32) error {
-	s := t.streams[xid]
-	if s == nil {
-		return nil
-	}
-	if sub == 0 || sub == xid {
-		t.endStream(ctx, xid, s)
-		return nil
-	}
-	if !s.saved.RollbackTo(sub) {
-		return nil
-	}
-	w := s.w
-	if err := w.endRun(ctx); err != nil {
-		return err
-	}
-	w.begin()
-	w.batch.add("ROLLBACK TO SAVEPOINT "+apply.SavepointName(sub), nil, apply.Origin{Op: "rollback to savepoint", Txn: s.txn, Expect: -1})
-	if err := w.flush(ctx); err != nil {
-		return err
-	}
-	// The source released the subtransaction's locks here, so the tables'
-	// definitions may change before this transaction touches them again:
-	// learn them anew. (InnoDB keeps the row locks of the rolled-back
-	// statements until the transaction ends, unlike the source.)
-	w.forgetTables()
-	return nil
+	return t.streams.Abort(ctx, t.log, xid, sub)
 }
 
 // StreamCommit writes cp in xid's transaction and commits it.
 func (t *Target) StreamCommit(ctx context.Context, xid uint32, cp checkpoint.Row) error {
-	s := t.streams[xid]
-	if s == nil {
-		if t.inTx {
-			return errors.New("streamed commit while the main target transaction is open")
-		}
-		return t.Commit(ctx, cp)
-	}
-	delete(t.streams, xid)
-	defer s.w.Close(ctx)
-	return s.w.Commit(ctx, cp)
+	return t.streams.Commit(ctx, xid, cp, t, t.inTx)
 }
 
 // StreamRollbackAll rolls back every open streamed transaction.
 func (t *Target) StreamRollbackAll(ctx context.Context) {
-	for xid, s := range t.streams {
-		t.endStream(ctx, xid, s)
-	}
-}
-
-// endStream rolls a streamed transaction back and releases its
-// connection; a failed rollback is discarded by the server as the
-// connection closes.
-func (t *Target) endStream(ctx context.Context, xid uint32, s *stream) {
-	delete(t.streams, xid)
-	if err := s.w.Rollback(ctx); err != nil {
-		t.log.Warn("rollback of a streamed transaction failed; the target discards it as the connection closes", "xid", xid, "error", err.Error())
-	}
-	s.w.Close(ctx)
+	t.streams.RollbackAll(ctx, t.log)
 }
 
 // closeStreams drops the connections of streamed transactions.
 func (t *Target) closeStreams(ctx context.Context) {
-	for xid, s := range t.streams {
-		delete(t.streams, xid)
-		s.w.Close(ctx)
-		t.gone = append(t.gone, s.w.gone...) // fenced with the main session's
-	}
+	t.streams.Close(ctx, func(w streamWriter) {
+		t.gone = append(t.gone, w.gone...) // fenced with the main session's
+	})
 }
 
 // lockHint explains a lock wait timeout of the main connection while

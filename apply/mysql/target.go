@@ -82,8 +82,8 @@ type Target struct {
 	net    apply.Net[*plan]
 	replay apply.Replay
 
-	streams          map[uint32]*stream // transactions streamed while in progress, by xid (stream.go)
-	readCommittedSet bool               // the session was asked for READ COMMITTED (stream.go)
+	streams          apply.Streams[streamWriter] // transactions streamed while in progress, by xid (stream.go)
+	readCommittedSet bool                        // the session was asked for READ COMMITTED (stream.go)
 }
 
 var _ apply.Target = (*Target)(nil)

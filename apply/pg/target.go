@@ -77,9 +77,9 @@ type Target struct {
 	masks  []updateGroup
 	mask   []byte
 
-	streams map[uint32]*stream // transactions streamed while in progress, by xid (stream.go)
-	wal     *walState          // what the sessions know of the WAL; shared with the streams' writers (durable.go)
-	gone    []int32            // backend pids of sessions given up, until fence saw them end
+	streams apply.Streams[streamWriter] // transactions streamed while in progress, by xid (stream.go)
+	wal     *walState                   // what the sessions know of the WAL; shared with the streams' writers (durable.go)
+	gone    []int32                     // backend pids of sessions given up, until fence saw them end
 }
 
 var _ apply.Target = (*Target)(nil)

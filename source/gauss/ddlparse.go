@@ -3,7 +3,6 @@ package gauss
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,199 +19,220 @@ import (
 // ("character varying(32)"), keywords in any case, and empty fmt
 // parameters leave runs of spaces ("CREATE  TABLE  public.t4 (...)").
 //
-// A Catalog applies each statement to the definitions of the replicated
-// tables, so that the applier gets what a PostgreSQL source sends: the
-// whole definition of every table a statement created or changed. The
-// grammar is PostgreSQL's (gram.y) for CREATE/ALTER/DROP TABLE,
-// CREATE/ALTER/DROP INDEX and TRUNCATE, plus openGauss's RENAME TABLE and
-// the GaussDB clauses that only set storage (WITH (...), COMPRESS,
-// DISTRIBUTE BY, PARTITION BY, ...). Statements are read as tokens (see
-// lexDDL), never by regular expressions over the text. A statement about a
-// selected table that the parser does not understand becomes a change
-// with DDL.Unsupported set: never an error, never a silent skip.
-
-// Catalog is a GaussDB reader's view of the replicated tables, as
-// definitions (the target stores them; the reader loads them at each
-// stream start), which DDL statements in the stream change.
+// parseDDL reads one into a statement value (the *Stmt types below),
+// which the Catalog (ddlcatalog.go) applies to the definitions of the
+// replicated tables. The grammar is PostgreSQL's (gram.y) for
+// CREATE/ALTER/DROP TABLE, CREATE/ALTER/DROP INDEX and TRUNCATE, plus
+// openGauss's RENAME TABLE and the GaussDB clauses that only set storage
+// (WITH (...), COMPRESS, DISTRIBUTE BY, PARTITION BY, ...). Statements are
+// read as tokens (lexDDL), never by regular expressions over the text.
 //
-// Statements apply idempotently, because after a crash the reader may
-// replay a statement onto definitions that already include it: adding a
-// column that exists, dropping one that does not, renaming a column or
-// table that is gone to a name that is taken all leave the definition as
-// it is. A Catalog is not safe for concurrent use.
-type Catalog struct {
-	filter source.TableFilter
-	tables map[source.TableName]*source.TableDef // selected tables only; never changed in place
-	// lastOID is the largest table OID known (at least firstStreamOID): a
-	// new table gets the next, so a replay from the same stored
-	// definitions allocates the same OIDs.
-	lastOID uint32
-	// lastAttnum is, by table OID, the largest attribute number the table
-	// had in this catalog. Like the server, the catalog does not reuse a
-	// dropped column's number, so a statement that drops one column and
-	// adds another is not mistaken for a rename.
-	lastAttnum map[uint32]int16
+// A statement is an error only when it names no table; whatever else the
+// parser does not understand is kept in the statement as an error of its
+// part (err fields), after what it read of that part, for the catalog to
+// report when the statement is about a replicated table. Nothing here
+// knows which tables those are.
+
+// --- statement values -----------------------------------------------------
+
+// ddlStmt is a statement about tables or indexes: one of the *Stmt types.
+type ddlStmt interface{ ddlStmt() }
+
+// createTableStmt: CREATE TABLE [IF NOT EXISTS] name (elements) [clauses].
+type createTableStmt struct {
+	name  source.TableName
+	elems []tableElement // as far as they were read
+	err   error          // what could not be read, after elems
 }
 
-// The server's limits (MaxHeapAttributeNumber, INDEX_MAX_KEYS), which
-// also bound the catalog's work on a hostile statement.
+// tableElement is one entry of CREATE TABLE's list: a column or a table
+// constraint.
+type tableElement struct {
+	column     *columnSpec
+	constraint *constraintSpec
+}
+
+// alterTableStmt: ALTER TABLE [IF EXISTS] [ONLY] name subcommand[, ...].
+type alterTableStmt struct {
+	name source.TableName
+	cmds []subcommand
+}
+
+// subcommand is one of ALTER TABLE's subcommands.
+type subcommand struct {
+	text string      // as written, for messages
+	do   alterAction // what it changes; nil when nothing (storage, ownership, ...) or when nothing was read
+	err  error       // what was not understood, after do when the subcommand was read in part
+}
+
+// moveTableStmt: ALTER TABLE name RENAME TO new | SET SCHEMA s.
+type moveTableStmt struct {
+	from source.TableName
+	to   source.TableName // when err is nil
+	err  error            // the new name could not be read, or more follows it
+}
+
+// renameTablesStmt: openGauss's RENAME TABLE a TO b[, c TO d ...].
+type renameTablesStmt struct {
+	pairs []renamePair // as far as they were read
+	err   error        // what ended the list early, or followed it
+	from  source.TableName
+	// from is the table of the pair that err ended, when it was read.
+}
+
+type renamePair struct{ from, to source.TableName }
+
+// dropTablesStmt: DROP TABLE [IF EXISTS] a[, b ...] [CASCADE | RESTRICT] [PURGE].
+type dropTablesStmt struct {
+	names []source.TableName
+	err   error // what ended the list early
+}
+
+// truncateStmt: TRUNCATE [TABLE] [ONLY] a [*][, ...] [RESTART | CONTINUE
+// IDENTITY] [CASCADE | RESTRICT].
+type truncateStmt struct {
+	tables           []source.TableName
+	restart, cascade bool
+	err              error // a table name that could not be read
+	optErr           error // an option that is not understood
+}
+
+// timecapsuleStmt: GaussDB's TIMECAPSULE TABLE name TO {BEFORE DROP |
+// BEFORE TRUNCATE | TIMECAPSULE ... | CSN ...}.
+type timecapsuleStmt struct{ name source.TableName }
+
+// createIndexStmt: CREATE [UNIQUE] INDEX [CONCURRENTLY] [IF NOT EXISTS]
+// [name] ON [ONLY] table [USING method] (keys) [INCLUDE (...)] [storage]
+// [WHERE ...].
+type createIndexStmt struct {
+	name   string // "" when the server chooses it; the index lives in its table's schema
+	unique bool
+	table  source.TableName
+	body   indexBody
+	err    error // the definition after the table name could not be read
+}
+
+// dropIndexesStmt: DROP INDEX [CONCURRENTLY] [IF EXISTS] a[, b ...]
+// [CASCADE | RESTRICT].
+type dropIndexesStmt struct {
+	names []source.TableName
+	err   error // what ended the list early
+}
+
+// alterIndexStmt: ALTER INDEX [IF EXISTS] name RENAME TO new.
+type alterIndexStmt struct {
+	name source.TableName
+	to   string
+	err  error // the new name could not be read, or more follows it
+}
+
+func (*createTableStmt) ddlStmt()  {}
+func (*alterTableStmt) ddlStmt()   {}
+func (*moveTableStmt) ddlStmt()    {}
+func (*renameTablesStmt) ddlStmt() {}
+func (*dropTablesStmt) ddlStmt()   {}
+func (*truncateStmt) ddlStmt()     {}
+func (*timecapsuleStmt) ddlStmt()  {}
+func (*createIndexStmt) ddlStmt()  {}
+func (*dropIndexesStmt) ddlStmt()  {}
+func (*alterIndexStmt) ddlStmt()   {}
+
+// alterAction is what an ALTER TABLE subcommand changes: one of the *Cmd
+// types.
+type alterAction interface{ alterAction() }
+
+// addColumnsCmd: ADD [COLUMN] [IF NOT EXISTS] coldef | ADD (coldef, ...).
+type addColumnsCmd struct{ cols []columnSpec }
+
+// addConstraintCmd: ADD table_constraint.
+type addConstraintCmd struct{ spec constraintSpec }
+
+// dropColumnCmd: DROP [COLUMN] [IF EXISTS] c [CASCADE | RESTRICT].
+type dropColumnCmd struct{ name string }
+
+// dropConstraintCmd: DROP CONSTRAINT [IF EXISTS] n [CASCADE | RESTRICT].
+type dropConstraintCmd struct{ name string }
+
+// dropKeyCmd: B compatibility's DROP PRIMARY KEY.
+type dropKeyCmd struct{}
+
+// alterColumnCmd: ALTER [COLUMN] c and one change of the column.
+type alterColumnCmd struct {
+	name     string
+	op       colOp
+	typ      colType // setType
+	expr     string  // setDefault
+	identity byte    // addIdentity, setIdentity: 'a' or 'd' (0: not read)
+}
+
+// renameColumnCmd: RENAME [COLUMN] a TO b.
+type renameColumnCmd struct{ from, to string }
+
+// renameConstraintCmd: RENAME CONSTRAINT a TO b.
+type renameConstraintCmd struct{ from, to string }
+
+func (addColumnsCmd) alterAction()       {}
+func (addConstraintCmd) alterAction()    {}
+func (dropColumnCmd) alterAction()       {}
+func (dropConstraintCmd) alterAction()   {}
+func (dropKeyCmd) alterAction()          {}
+func (alterColumnCmd) alterAction()      {}
+func (renameColumnCmd) alterAction()     {}
+func (renameConstraintCmd) alterAction() {}
+
+// colOp is the change ALTER COLUMN makes.
+type colOp uint8
+
 const (
-	maxColumns    = 1600
-	maxKeyColumns = 32
+	setType        colOp = iota + 1 // [SET DATA] TYPE t [COLLATE c] [USING expr]
+	setDefault                      // SET DEFAULT expr
+	dropDefault                     // DROP DEFAULT
+	setNotNull                      // SET NOT NULL
+	dropNotNull                     // DROP NOT NULL
+	addIdentity                     // ADD GENERATED {ALWAYS | BY DEFAULT} AS IDENTITY [(options)]
+	setIdentity                     // SET GENERATED {ALWAYS | BY DEFAULT} [options]
+	dropIdentity                    // DROP IDENTITY [IF EXISTS]
+	dropExpression                  // DROP EXPRESSION [IF EXISTS]
 )
 
-// firstStreamOID is where the OIDs of tables created in the stream start:
-// above any the server hands out in practice, since the real one is not in
-// the statement.
-const firstStreamOID = 0xF0000000
+// --- reading statements ---------------------------------------------------
 
-// NewCatalog starts from stored definitions (by table OID; may be nil/empty)
-// and the table selection; statements about tables the filter does not
-// match are ignored.
-func NewCatalog(defs map[uint32]*source.TableDef, filter source.TableFilter) *Catalog {
-	c := &Catalog{filter: filter, tables: map[source.TableName]*source.TableDef{},
-		lastOID: firstStreamOID, lastAttnum: map[uint32]int16{}}
-	oids := make([]uint32, 0, len(defs))
-	for oid := range defs {
-		oids = append(oids, oid)
-	}
-	slices.Sort(oids) // the same definitions always give the same catalog
-	for _, oid := range oids {
-		if defs[oid] == nil {
-			continue
-		}
-		def := copyDef(defs[oid])
-		if oid != 0 {
-			def.OID = oid
-		}
-		c.lastOID = max(c.lastOID, def.OID)
-		if c.selected(def.Name) {
-			c.tables[def.Name] = def
-		}
-	}
-	return c
-}
-
-// Def returns the current definition of a table (nil if unknown), as a
-// copy the caller may keep.
-func (c *Catalog) Def(name source.TableName) *source.TableDef {
-	if def := c.tables[name]; def != nil {
-		return copyDef(def)
-	}
-	return nil
-}
-
-// Apply interprets one DDL statement. It returns the change to hand to the
-// applier, or ok=false when the statement does not concern replicated
-// tables (another schema's table, CREATE VIEW/SEQUENCE/TYPE/SCHEMA/FUNCTION,
-// COMMENT, GRANT, ...). A statement about a selected table that the parser
-// does not understand gives ok=true and a DDL change whose DDL.Unsupported
-// says what was not understood (never an error, never silently dropped).
-// An error is only for a statement that is not parseable SQL at all AND
-// names no table (the error says so), or an internal inconsistency.
-//
-// An empty statement (openGauss's "Drop table command start" message
-// carries none) gives ok=false. The definitions in DDL.Tables are copies.
-func (c *Catalog) Apply(stmt string) (change source.Change, ok bool, err error) {
-	p := newDDLParser(stmt)
+// parseDDL reads a statement. It gives nil for an empty one and for one
+// about nothing the catalog follows (views, sequences, types, schemas,
+// functions, comments, grants, temporary tables, ALTER INDEX other than
+// RENAME TO). An error means that the statement is not SQL or names no
+// table (or index); anything else it does not understand is kept in the
+// statement.
+func parseDDL(src string) (ddlStmt, error) {
+	p := newDDLParser(src)
 	if p.atEnd() {
-		return source.Change{}, false, nil
+		return nil, nil
 	}
 	if p.peek().kind != tIdent {
-		return source.Change{}, false, fmt.Errorf("ddl statement %s: not SQL: it does not start with a keyword", clipDDL(stmt))
+		return nil, errors.New("not SQL: it does not start with a keyword")
 	}
-	out, err := c.statement(p)
-	if err != nil {
-		return source.Change{}, false, fmt.Errorf("ddl statement %s: %w", clipDDL(stmt), err)
-	}
-	if out.empty() {
-		return source.Change{}, false, nil
-	}
-	return out.change(stmt), true, nil
-}
-
-func (c *Catalog) selected(name source.TableName) bool {
-	return !systemSchema(name.Schema) && c.filter.Match(name.Schema, name.Name)
-}
-
-// outcome is what one statement did to the replicated tables.
-type outcome struct {
-	tag         string
-	tables      []*source.TableDef // created or changed, as the catalog now holds them
-	dropped     []source.DroppedTable
-	unsupported []string
-	more        int            // reasons beyond maxReasons, counted only
-	truncate    *source.Change // TRUNCATE: the change itself
-}
-
-// maxReasons bounds the reasons an Unsupported lists, however many
-// subcommands a statement has.
-const maxReasons = 10
-
-func (o *outcome) empty() bool {
-	return o == nil || o.truncate == nil && len(o.tables) == 0 && len(o.dropped) == 0 && len(o.unsupported) == 0
-}
-
-func (o *outcome) unsupportedf(format string, args ...any) {
-	if len(o.unsupported) == maxReasons {
-		o.more++
-		return
-	}
-	o.unsupported = append(o.unsupported, fmt.Sprintf(format, args...))
-}
-
-// addTable reports a table as created or changed; a table renamed twice
-// by one statement is reported once.
-func (o *outcome) addTable(def *source.TableDef) {
-	for i, t := range o.tables {
-		if t.OID == def.OID {
-			o.tables[i] = def
-			return
-		}
-	}
-	o.tables = append(o.tables, def)
-}
-
-func (o *outcome) change(stmt string) source.Change {
-	if o.truncate != nil {
-		return *o.truncate
-	}
-	d := &source.DDL{Tag: o.tag, Statement: stmt, Dropped: o.dropped, Unsupported: strings.Join(o.unsupported, "; ")}
-	if o.more > 0 {
-		d.Unsupported += fmt.Sprintf("; and %d more", o.more)
-	}
-	for _, t := range o.tables {
-		d.Tables = append(d.Tables, copyDef(t)) // the catalog's own may be replaced, the applier keeps these
-	}
-	return source.Change{Op: source.OpDDL, DDL: d}
-}
-
-// statement dispatches on the leading keywords; statements about other
-// objects (views, sequences, types, schemas, functions, comments, grants)
-// give nil.
-func (c *Catalog) statement(p *ddlParser) (*outcome, error) {
 	switch {
 	case p.acceptKw("create"):
-		return c.create(p)
+		return p.create()
 	case p.acceptKw("alter", "table"):
-		return c.alterTable(p)
+		return p.alterTable()
 	case p.acceptKw("alter", "index"):
-		return c.alterIndex(p)
+		return p.alterIndex()
 	case p.acceptKw("drop", "table"):
-		return c.dropTables(p)
+		return p.dropTables()
 	case p.acceptKw("drop", "index"):
-		return c.dropIndexes(p)
+		return p.dropIndexes()
 	case p.acceptKw("rename", "table"):
-		return c.renameTables(p)
+		return p.renameTables()
 	case p.acceptKw("truncate"):
-		return c.truncate(p)
+		return p.truncate()
 	case p.acceptKw("timecapsule", "table"):
-		return c.timecapsule(p)
+		return p.timecapsule()
 	}
 	return nil, nil
 }
 
-func (c *Catalog) create(p *ddlParser) (*outcome, error) {
+func (p *ddlParser) create() (ddlStmt, error) {
 	p.acceptKw("or", "replace")
 	if !p.acceptKw("global") {
 		p.acceptKw("local")
@@ -223,59 +243,41 @@ func (c *Catalog) create(p *ddlParser) (*outcome, error) {
 	p.acceptKw("unlogged")
 	switch {
 	case p.acceptKw("table"):
-		return c.createTable(p)
+		return p.createTable()
 	case p.acceptKw("unique", "index"):
-		return c.createIndex(p, true)
+		return p.createIndex(true)
 	case p.acceptKw("index"):
-		return c.createIndex(p, false)
+		return p.createIndex(false)
 	}
 	return nil, nil
 }
 
 // --- tables ---------------------------------------------------------------
 
-// createTable: CREATE TABLE [IF NOT EXISTS] name (elements) [clauses]. A
-// table that exists already (a replay) gets the new definition and keeps
-// its OID.
-func (c *Catalog) createTable(p *ddlParser) (*outcome, error) {
+func (p *ddlParser) createTable() (ddlStmt, error) {
 	p.acceptKw("if", "not", "exists")
 	name, err := p.tableName()
 	if err != nil {
 		return nil, fmt.Errorf("CREATE TABLE names no table: %w", err)
 	}
-	if !c.selected(name) {
-		return nil, nil
-	}
-	o := &outcome{tag: "CREATE TABLE"}
-	def := &source.TableDef{Name: name}
-	if old := c.tables[name]; old != nil {
-		def.OID = old.OID
-	}
-	e := &tableEdit{c: c, def: def}
-	if err := e.createBody(p); err != nil {
-		o.unsupportedf("%s: %v", name, err)
-		return o, nil
-	}
-	if def.OID == 0 {
-		if c.lastOID == math.MaxUint32 {
-			return nil, errors.New("no table OID left to allocate")
-		}
-		c.lastOID++
-		def.OID = c.lastOID
-	}
-	return o, c.commit(o, e, name)
+	s := &createTableStmt{name: name}
+	s.err = p.tableElements(s)
+	return s, nil
 }
 
-// createBody reads the column list and checks the clauses after it.
-func (e *tableEdit) createBody(p *ddlParser) error {
+// tableElements reads the column list into s and checks the clauses after
+// it.
+func (p *ddlParser) tableElements(s *createTableStmt) error {
 	if !p.acceptOp("(") {
 		return errors.New("the statement does not list the columns (CREATE TABLE ... AS, OF, PARTITION OF or LIKE)")
 	}
 	if !p.acceptOp(")") {
 		for {
-			if err := e.element(p); err != nil {
+			el, err := p.tableElement()
+			if err != nil {
 				return err
 			}
+			s.elems = append(s.elems, el)
 			if p.acceptOp(",") {
 				continue
 			}
@@ -288,26 +290,17 @@ func (e *tableEdit) createBody(p *ddlParser) error {
 	return createTrailer(p)
 }
 
-// element is one entry of CREATE TABLE's list: a column or a table constraint.
-func (e *tableEdit) element(p *ddlParser) error {
+// tableElement reads a column or a table constraint.
+func (p *ddlParser) tableElement() (tableElement, error) {
 	if p.isKw("like") {
-		return errors.New("LIKE copies columns the statement does not list")
+		return tableElement{}, errors.New("LIKE copies columns the statement does not list")
 	}
 	if isConstraintStart(p) {
 		s, err := p.tableConstraint()
-		if err != nil {
-			return err
-		}
-		return e.constraint(s)
+		return tableElement{constraint: &s}, err
 	}
 	s, err := p.columnDef()
-	if err != nil {
-		return err
-	}
-	if e.column(s.def.Name) != nil {
-		return fmt.Errorf("column %s is defined twice", s.def.Name)
-	}
-	return e.addColumn(s)
+	return tableElement{column: &s}, err
 }
 
 // createTrailer checks the clauses after the column list. They set storage
@@ -332,9 +325,8 @@ func createTrailer(p *ddlParser) error {
 	return nil
 }
 
-// alterTable: ALTER TABLE [IF EXISTS] [ONLY] name subcommand[, ...], or
-// ... RENAME TO new, or ... SET SCHEMA s.
-func (c *Catalog) alterTable(p *ddlParser) (*outcome, error) {
+// alterTable reads ALTER TABLE's subcommands, or RENAME TO / SET SCHEMA.
+func (p *ddlParser) alterTable() (ddlStmt, error) {
 	p.acceptKw("if", "exists")
 	p.acceptKw("only")
 	name, err := p.tableName()
@@ -342,57 +334,39 @@ func (c *Catalog) alterTable(p *ddlParser) (*outcome, error) {
 		return nil, fmt.Errorf("ALTER TABLE names no table: %w", err)
 	}
 	p.acceptOp("*")
-	o := &outcome{tag: "ALTER TABLE"}
 	if p.isKw("rename", "to") || p.isKw("set", "schema") {
-		return c.moveTable(p, o, name)
+		return p.moveTable(name), nil
 	}
-	if !c.selected(name) {
-		return nil, nil
-	}
-	old := c.tables[name]
-	if old == nil {
-		o.unsupportedf("%s: decant has no definition of the table", name)
-		return o, nil
-	}
-	e := c.edit(old)
-	e.subcommands(p, o)
-	return o, c.commit(o, e, name)
+	return &alterTableStmt{name: name, cmds: p.subcommands()}, nil
 }
 
-// moveTable: ALTER TABLE name RENAME TO new | SET SCHEMA s.
-func (c *Catalog) moveTable(p *ddlParser, o *outcome, from source.TableName) (*outcome, error) {
-	to := from
+func (p *ddlParser) moveTable(from source.TableName) *moveTableStmt {
+	s := &moveTableStmt{from: from, to: from}
 	var err error
 	if p.acceptKw("rename", "to") {
 		var parts []string
 		if parts, err = p.qualifiedName(); err == nil {
-			to.Name = parts[len(parts)-1]
+			s.to.Name = parts[len(parts)-1]
 			if len(parts) > 1 {
-				to.Schema = parts[len(parts)-2]
+				s.to.Schema = parts[len(parts)-2]
 			}
 		}
 	} else {
 		p.acceptKw("set", "schema")
-		to.Schema, err = p.name()
+		s.to.Schema, err = p.name()
 	}
 	if err == nil && !p.atEnd() {
 		err = p.expected("the end of the statement")
 	}
-	if err != nil {
-		if c.selected(from) {
-			o.unsupportedf("%s: %v", from, err)
-		}
-		return o, nil
-	}
-	return o, c.renameTable(o, from, to)
+	s.err = err
+	return s
 }
 
-// renameTables: openGauss's RENAME TABLE a TO b[, c TO d ...].
-func (c *Catalog) renameTables(p *ddlParser) (*outcome, error) {
-	o := &outcome{tag: "ALTER TABLE"}
-	for n := 0; ; n++ {
+func (p *ddlParser) renameTables() (ddlStmt, error) {
+	s := &renameTablesStmt{}
+	for {
 		from, err := p.tableName()
-		if err != nil && n == 0 {
+		if err != nil && len(s.pairs) == 0 {
 			return nil, fmt.Errorf("RENAME TABLE names no table: %w", err)
 		}
 		if err == nil {
@@ -403,222 +377,386 @@ func (c *Catalog) renameTables(p *ddlParser) (*outcome, error) {
 			to, err = p.tableName()
 		}
 		if err != nil {
-			if n > 0 || c.selected(from) {
-				o.unsupportedf("RENAME TABLE: %v", err)
-			}
-			return o, nil
+			s.err, s.from = err, from
+			return s, nil
 		}
-		if err := c.renameTable(o, from, to); err != nil {
-			return nil, err
-		}
+		s.pairs = append(s.pairs, renamePair{from: from, to: to})
 		if !p.acceptOp(",") {
 			break
 		}
 	}
 	if !p.atEnd() {
-		o.unsupportedf("RENAME TABLE: %v", p.expected("a comma or the end of the statement"))
+		s.err = p.expected("a comma or the end of the statement")
 	}
-	return o, nil
+	return s, nil
 }
 
-// renameTable renames (or moves to another schema) a table. Replays are
-// no-ops: when the new name is taken, the table is already renamed (the
-// server would refuse otherwise).
-func (c *Catalog) renameTable(o *outcome, from, to source.TableName) error {
-	if !c.selected(from) && !c.selected(to) {
-		return nil
-	}
-	old, cur := c.tables[from], c.tables[to]
-	switch {
-	case cur != nil: // a replay, or a rename onto itself
-		o.addTable(cur)
-	case old == nil && c.selected(to):
-		o.unsupportedf("%s renamed to %s: decant has no definition of the table", from, to)
-	case old == nil: // an unknown table leaves the selection: nothing to follow
-	case !c.selected(to):
-		o.unsupportedf("%s renamed to %s, which the table selection does not include", from, to)
-		delete(c.tables, from)
-	default:
-		e := c.edit(old)
-		e.def.Name = to
-		e.retargetIndexes("", "")
-		return c.commit(o, e, from)
-	}
-	return nil
-}
-
-// dropTables: DROP TABLE [IF EXISTS] a[, b ...] [CASCADE | RESTRICT] [PURGE].
-func (c *Catalog) dropTables(p *ddlParser) (*outcome, error) {
+func (p *ddlParser) dropTables() (ddlStmt, error) {
 	p.acceptKw("if", "exists")
-	o := &outcome{tag: "DROP TABLE"}
-	for n := 0; ; n++ {
-		name, err := p.tableName()
-		if err != nil && n == 0 {
-			return nil, fmt.Errorf("DROP TABLE names no table: %w", err)
-		}
-		if err != nil {
-			o.unsupportedf("DROP TABLE: %v", err)
-			break
-		}
-		if def := c.tables[name]; def != nil {
-			o.dropped = append(o.dropped, source.DroppedTable{OID: def.OID, Name: name})
-			delete(c.tables, name)
-		}
-		if !p.acceptOp(",") {
-			break
-		}
+	names, err := p.nameSeries()
+	if len(names) == 0 {
+		return nil, fmt.Errorf("DROP TABLE names no table: %w", err)
 	}
-	return o, nil
+	return &dropTablesStmt{names: names, err: err}, nil
 }
 
-// truncate: TRUNCATE [TABLE] [ONLY] a [*][, ...] [RESTART | CONTINUE
-// IDENTITY] [CASCADE | RESTRICT], as a truncate change of the selected
-// tables.
-func (c *Catalog) truncate(p *ddlParser) (*outcome, error) {
-	p.acceptKw("table")
-	ch := source.Change{Op: source.OpTruncate}
-	o := &outcome{tag: "TRUNCATE TABLE"}
+// nameSeries reads a, b, ...: the names up to the first that cannot be
+// read (err). What follows the series is left.
+func (p *ddlParser) nameSeries() ([]source.TableName, error) {
 	var names []source.TableName
-	for n := 0; ; n++ {
+	for {
+		name, err := p.tableName()
+		if err != nil {
+			return names, err
+		}
+		names = append(names, name)
+		if !p.acceptOp(",") {
+			return names, nil
+		}
+	}
+}
+
+func (p *ddlParser) truncate() (ddlStmt, error) {
+	p.acceptKw("table")
+	s := &truncateStmt{}
+	for {
 		p.acceptKw("only")
 		name, err := p.tableName()
-		if err != nil && n == 0 {
+		if err != nil && len(s.tables) == 0 {
 			return nil, fmt.Errorf("TRUNCATE names no table: %w", err)
 		}
 		if err != nil {
-			o.unsupportedf("TRUNCATE: %v", err)
-			return o, nil
+			s.err = err
+			return s, nil
 		}
 		p.acceptOp("*")
-		names = append(names, name)
-		if c.selected(name) {
-			ch.Truncated = append(ch.Truncated, &source.Relation{Schema: name.Schema, Name: name.Name, Identity: source.IdentityFull})
-		}
+		s.tables = append(s.tables, name)
 		if !p.acceptOp(",") {
 			break
 		}
-	}
-	if len(ch.Truncated) == 0 {
-		return nil, nil
 	}
 	for !p.atEnd() {
 		switch {
 		case p.acceptKw("restart", "identity"):
-			ch.RestartIdentity = true
+			s.restart = true
 		case p.acceptKw("continue", "identity"):
-			ch.RestartIdentity = false
+			s.restart = false
 		case p.acceptKw("cascade"):
-			ch.Cascade = true
+			s.cascade = true
 		case p.acceptKw("restrict"), p.acceptKw("purge"):
 		default:
-			// Not knowing what else goes, do not empty the target's tables.
-			o.unsupportedf("TRUNCATE of %s: %v", names[0], p.expected("RESTART IDENTITY, CONTINUE IDENTITY, CASCADE or RESTRICT"))
-			return o, nil
+			s.optErr = p.expected("RESTART IDENTITY, CONTINUE IDENTITY, CASCADE or RESTRICT")
+			return s, nil
 		}
 	}
-	o.truncate = &ch
-	return o, nil
+	return s, nil
 }
 
-// timecapsule: GaussDB's TIMECAPSULE TABLE name TO {BEFORE DROP | BEFORE
-// TRUNCATE | TIMECAPSULE ... | CSN ...} brings back a dropped table or old
-// rows, none of which the stream carries.
-func (c *Catalog) timecapsule(p *ddlParser) (*outcome, error) {
+func (p *ddlParser) timecapsule() (ddlStmt, error) {
 	name, err := p.tableName()
 	if err != nil {
 		return nil, fmt.Errorf("TIMECAPSULE TABLE names no table: %w", err)
 	}
-	if !c.selected(name) {
-		return nil, nil
+	return &timecapsuleStmt{name: name}, nil
+}
+
+// --- ALTER TABLE subcommands ----------------------------------------------
+
+// subcommands reads ALTER TABLE's comma-separated subcommands. One that is
+// not understood is kept with its error, and the next is read after the
+// comma that ends it.
+func (p *ddlParser) subcommands() []subcommand {
+	var cmds []subcommand
+	for {
+		start := p.i
+		do, err := p.subcommand()
+		if err == nil && !p.atEnd() && !p.isOp(",") {
+			err = p.expected("a comma or the end of the statement")
+		}
+		if err != nil {
+			p.i = start
+			p.skipElement()
+		}
+		cmds = append(cmds, subcommand{text: p.span(start, p.i), do: do, err: err})
+		// skipElement stops only at a comma or the end.
+		if !p.acceptOp(",") {
+			return cmds
+		}
 	}
-	o := &outcome{tag: "TIMECAPSULE TABLE"}
-	o.unsupportedf("%s: TIMECAPSULE restores a table or rows the stream does not carry", name)
-	return o, nil
+}
+
+func (p *ddlParser) subcommand() (alterAction, error) {
+	switch {
+	case rowsClause(p):
+		return nil, errors.New("it changes rows the stream does not carry")
+	case storageClause(p):
+		p.skipElement()
+		return nil, nil
+	case p.acceptKw("add"):
+		return p.add()
+	case p.acceptKw("drop"):
+		return p.drop()
+	case p.acceptKw("alter"):
+		return p.alterColumn()
+	case p.acceptKw("rename"):
+		return p.rename()
+	case p.isKw("modify"), p.isKw("change"):
+		return nil, errors.New("MODIFY and CHANGE redefine a column by rules that depend on the database's compatibility mode")
+	}
+	return nil, p.expected("an ALTER TABLE subcommand")
+}
+
+// storageClauses begin subcommands that change storage, ownership,
+// triggers, statistics or partitions' layout: nothing a definition holds.
+var storageClauses = [][]string{
+	{"owner", "to"}, {"set", "tablespace"}, {"set", "with"}, {"set", "without"}, {"set", "logged"},
+	{"set", "unlogged"}, {"set", "compress"}, {"set", "nocompress"}, {"set", "access", "method"},
+	{"enable"}, {"disable"}, {"force"}, {"no", "force"}, {"inherit"}, {"no", "inherit"}, {"of"},
+	{"not", "of"}, {"cluster", "on"}, {"replica", "identity"}, {"validate", "constraint"},
+	{"alter", "constraint"}, {"add", "partition"}, {"add", "subpartition"}, {"split", "partition"},
+	{"split", "subpartition"}, {"merge", "partitions"}, {"move", "partition"}, {"rename", "partition"},
+	{"rename", "subpartition"}, {"modify", "partition"}, {"add", "statistics"}, {"delete", "statistics"},
+	{"comment"}, {"auto_increment"}, {"character", "set"}, {"charset"}, {"default", "charset"},
+	{"default", "character", "set"}, {"collate"}, {"gsiwaitall"},
+}
+
+// rowsClauses begin partition subcommands that delete or swap rows,
+// which the stream does not carry as row changes.
+var rowsClauses = [][]string{
+	{"truncate", "partition"}, {"truncate", "subpartition"}, {"drop", "partition"},
+	{"drop", "subpartition"}, {"exchange", "partition"},
+}
+
+func storageClause(p *ddlParser) bool {
+	if (p.isKw("set") || p.isKw("reset")) && p.peekN(1).kind == tOp && p.peekN(1).val == "(" {
+		return true // storage parameters
+	}
+	return slices.ContainsFunc(storageClauses, func(words []string) bool { return p.isKw(words...) })
+}
+
+func rowsClause(p *ddlParser) bool {
+	return slices.ContainsFunc(rowsClauses, func(words []string) bool { return p.isKw(words...) })
+}
+
+// add: ADD [COLUMN] [IF NOT EXISTS] coldef | ADD (coldef, ...) | ADD
+// table_constraint. Of a list, the columns before one that cannot be read
+// are kept.
+func (p *ddlParser) add() (alterAction, error) {
+	if isConstraintStart(p) {
+		s, err := p.tableConstraint()
+		if err != nil {
+			return nil, err
+		}
+		return addConstraintCmd{spec: s}, nil
+	}
+	list := p.acceptOp("(") // A compatibility: ADD (c1 type, c2 type)
+	if !list {
+		p.acceptKw("column")
+		p.acceptKw("if", "not", "exists")
+	}
+	var a addColumnsCmd
+	for {
+		s, err := p.columnDef()
+		if err != nil {
+			return a, err
+		}
+		a.cols = append(a.cols, s)
+		if !list {
+			return a, nil
+		}
+		if !p.acceptOp(",") {
+			return a, p.expectOp(")")
+		}
+	}
+}
+
+// drop: DROP [COLUMN] [IF EXISTS] c [CASCADE | RESTRICT] | DROP CONSTRAINT
+// [IF EXISTS] n [CASCADE | RESTRICT] | DROP PRIMARY KEY.
+func (p *ddlParser) drop() (alterAction, error) {
+	switch {
+	case p.acceptKw("constraint"):
+		p.acceptKw("if", "exists")
+		name, err := p.name()
+		if err != nil {
+			return nil, err
+		}
+		dropBehavior(p)
+		return dropConstraintCmd{name: name}, nil
+	case p.acceptKw("primary", "key"):
+		return dropKeyCmd{}, nil
+	}
+	p.acceptKw("column")
+	p.acceptKw("if", "exists")
+	name, err := p.name()
+	if err != nil {
+		return nil, err
+	}
+	dropBehavior(p)
+	return dropColumnCmd{name: name}, nil
+}
+
+func dropBehavior(p *ddlParser) {
+	if !p.acceptKw("cascade") {
+		p.acceptKw("restrict")
+	}
+}
+
+// alterColumn: ALTER [COLUMN] c {[SET DATA] TYPE t [COLLATE x] [USING
+// expr] | SET DEFAULT expr | DROP DEFAULT | SET NOT NULL | DROP NOT NULL |
+// identity and generation changes | SET STATISTICS and other storage
+// settings}. A default that cannot be read is kept as none, and ADD
+// GENERATED whose kind cannot be read still makes the column an identity
+// (NOT NULL, no default): what the server did, as far as it is known.
+func (p *ddlParser) alterColumn() (alterAction, error) {
+	p.acceptKw("column")
+	name, err := p.name()
+	if err != nil {
+		return nil, err
+	}
+	a := alterColumnCmd{name: name}
+	switch {
+	case p.acceptKw("set", "data", "type"), p.acceptKw("type"):
+		if a.typ, err = p.alterType(); err != nil {
+			return nil, err
+		}
+		a.op = setType
+	case p.acceptKw("set", "default"):
+		a.op = setDefault
+		a.expr, err = p.expr(nil)
+	case p.acceptKw("drop", "default"):
+		a.op = dropDefault
+	case p.acceptKw("set", "not", "null"):
+		a.op = setNotNull
+	case p.acceptKw("drop", "not", "null"):
+		a.op = dropNotNull
+	case p.acceptKw("add", "generated"):
+		a.op = addIdentity
+		a.identity, err = p.identity()
+		if err == nil && p.isOp("(") { // sequence options
+			_, err = p.group()
+		}
+	case p.acceptKw("set", "generated", "always"):
+		a.op, a.identity = setIdentity, 'a'
+		p.skipElement() // sequence options
+	case p.acceptKw("set", "generated", "by", "default"):
+		a.op, a.identity = setIdentity, 'd'
+		p.skipElement()
+	case p.acceptKw("drop", "identity"):
+		p.acceptKw("if", "exists")
+		a.op = dropIdentity
+	case p.acceptKw("drop", "expression"):
+		p.acceptKw("if", "exists")
+		a.op = dropExpression
+	case columnStorageClause(p):
+		p.skipElement()
+		return nil, nil
+	default:
+		return nil, p.expected("a column change (TYPE, SET DEFAULT, DROP DEFAULT, SET NOT NULL, ...)")
+	}
+	return a, err
+}
+
+// columnStorageClauses begin column changes that leave the definition as
+// it is: statistics targets, storage, options, identity sequence settings.
+var columnStorageClauses = [][]string{
+	{"set", "statistics"}, {"set", "storage"}, {"set", "compression"}, {"restart"},
+	{"set", "increment"}, {"set", "start"}, {"set", "minvalue"}, {"set", "maxvalue"},
+	{"set", "no"}, {"set", "cache"}, {"set", "cycle"},
+}
+
+func columnStorageClause(p *ddlParser) bool {
+	return (p.isKw("set") || p.isKw("reset")) && p.peekN(1).kind == tOp && p.peekN(1).val == "(" ||
+		slices.ContainsFunc(columnStorageClauses, func(words []string) bool { return p.isKw(words...) })
+}
+
+// alterType reads [SET DATA] TYPE's type and what may follow it.
+func (p *ddlParser) alterType() (colType, error) {
+	ts, err := p.typeSpec()
+	if err != nil {
+		return colType{}, err
+	}
+	t, err := ts.resolve()
+	if err != nil {
+		return colType{}, err
+	}
+	if ts.serial {
+		return colType{}, errors.New("serial is not a type a column can be changed to")
+	}
+	if p.acceptKw("collate") {
+		if _, err := p.qualifiedName(); err != nil {
+			return colType{}, err
+		}
+	}
+	if p.acceptKw("using") {
+		if _, err := p.expr(nil); err != nil {
+			return colType{}, err
+		}
+	}
+	return t, nil
+}
+
+// rename: RENAME [COLUMN] a TO b | RENAME CONSTRAINT a TO b.
+func (p *ddlParser) rename() (alterAction, error) {
+	constraint := p.acceptKw("constraint")
+	if !constraint {
+		p.acceptKw("column")
+	}
+	from, err := p.name()
+	if err == nil {
+		err = p.expectKw("to")
+	}
+	var to string
+	if err == nil {
+		to, err = p.name()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if constraint {
+		return renameConstraintCmd{from: from, to: to}, nil
+	}
+	return renameColumnCmd{from: from, to: to}, nil
 }
 
 // --- indexes --------------------------------------------------------------
 
-// createIndex: CREATE [UNIQUE] INDEX [CONCURRENTLY] [IF NOT EXISTS] [name]
-// ON [ONLY] table [USING method] (keys) [INCLUDE (...)] [storage] [WHERE ...].
-func (c *Catalog) createIndex(p *ddlParser, unique bool) (*outcome, error) {
+func (p *ddlParser) createIndex(unique bool) (ddlStmt, error) {
 	p.acceptKw("concurrently")
 	p.acceptKw("if", "not", "exists")
-	var name string
+	s := &createIndexStmt{unique: unique}
 	if !p.isKw("on") {
-		parts, err := p.qualifiedName() // the index lives in its table's schema
+		parts, err := p.qualifiedName()
 		if err != nil {
 			return nil, fmt.Errorf("CREATE INDEX names no index: %w", err)
 		}
-		name = parts[len(parts)-1]
+		s.name = parts[len(parts)-1]
 	}
 	err := p.expectKw("on")
 	p.acceptKw("only")
-	var table source.TableName
 	if err == nil {
-		table, err = p.tableName()
+		s.table, err = p.tableName()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("CREATE INDEX names no table: %w", err)
 	}
-	if !c.selected(table) {
-		return nil, nil
-	}
-	o := &outcome{tag: "CREATE INDEX"}
-	label := name
-	if label == "" {
-		label = "without a name"
-	}
-	def := c.tables[table]
-	if def == nil {
-		o.unsupportedf("index %s on %s: decant has no definition of the table", label, table)
-		return o, nil
-	}
-	body, err := p.indexBody()
-	e := c.edit(def)
-	if err == nil {
-		err = e.addIndex(name, unique, body)
-	}
-	if err != nil {
-		o.unsupportedf("index %s on %s: %v", label, table, err)
-		return o, nil
-	}
-	return o, c.commit(o, e, table)
+	s.body, s.err = p.indexBody()
+	return s, nil
 }
 
-// dropIndexes: DROP INDEX [CONCURRENTLY] [IF EXISTS] a[, b ...] [CASCADE |
-// RESTRICT]; each index is looked for among the tables of its schema.
-func (c *Catalog) dropIndexes(p *ddlParser) (*outcome, error) {
+func (p *ddlParser) dropIndexes() (ddlStmt, error) {
 	p.acceptKw("concurrently")
 	p.acceptKw("if", "exists")
-	o := &outcome{tag: "DROP INDEX"}
-	for n := 0; ; n++ {
-		name, err := p.tableName()
-		if err != nil && n == 0 {
-			return nil, fmt.Errorf("DROP INDEX names no index: %w", err)
-		}
-		if err != nil {
-			o.unsupportedf("DROP INDEX: %v", err)
-			break
-		}
-		if def := c.indexTable(name, false); def != nil {
-			e := c.edit(def)
-			e.def.Uniques = removeIndex(e.def.Uniques, name.Name)
-			e.def.Indexes = removeIndex(e.def.Indexes, name.Name)
-			if err := c.commit(o, e, def.Name); err != nil {
-				return nil, err
-			}
-		}
-		if !p.acceptOp(",") {
-			break
-		}
+	names, err := p.nameSeries()
+	if len(names) == 0 {
+		return nil, fmt.Errorf("DROP INDEX names no index: %w", err)
 	}
-	return o, nil
+	return &dropIndexesStmt{names: names, err: err}, nil
 }
 
-// alterIndex: ALTER INDEX [IF EXISTS] name RENAME TO new. Other forms
-// (tablespace, storage parameters, UNUSABLE, REBUILD) change nothing the
-// definitions hold.
-func (c *Catalog) alterIndex(p *ddlParser) (*outcome, error) {
+// alterIndex reads ALTER INDEX ... RENAME TO; other forms (tablespace,
+// storage parameters, UNUSABLE, REBUILD) change nothing the definitions
+// hold.
+func (p *ddlParser) alterIndex() (ddlStmt, error) {
 	p.acceptKw("if", "exists")
 	name, err := p.tableName()
 	if err != nil {
@@ -627,42 +765,12 @@ func (c *Catalog) alterIndex(p *ddlParser) (*outcome, error) {
 	if !p.acceptKw("rename", "to") {
 		return nil, nil
 	}
-	def := c.indexTable(name, true)
-	if def == nil {
-		return nil, nil // another schema's index, or a replay after the rename
+	s := &alterIndexStmt{name: name}
+	s.to, s.err = p.name()
+	if s.err == nil && !p.atEnd() {
+		s.err = p.expected("the end of the statement")
 	}
-	o := &outcome{tag: "ALTER INDEX"}
-	to, err := p.name()
-	if err == nil && !p.atEnd() {
-		err = p.expected("the end of the statement")
-	}
-	if err != nil {
-		o.unsupportedf("index %s of %s: %v", name.Name, def.Name, err)
-		return o, nil
-	}
-	e := c.edit(def)
-	e.renameIndex(name.Name, to)
-	return o, c.commit(o, e, def.Name)
-}
-
-// indexTable finds the selected table that has an index of that name in
-// the name's schema; withKey includes primary keys.
-func (c *Catalog) indexTable(ix source.TableName, withKey bool) *source.TableDef {
-	names := make([]source.TableName, 0, len(c.tables))
-	for n := range c.tables {
-		if n.Schema == ix.Schema {
-			names = append(names, n)
-		}
-	}
-	slices.SortFunc(names, func(a, b source.TableName) int { return strings.Compare(a.Name, b.Name) })
-	for _, n := range names {
-		def := c.tables[n]
-		if indexNamed(def.Uniques, ix.Name) >= 0 || indexNamed(def.Indexes, ix.Name) >= 0 ||
-			withKey && len(def.PrimaryKey) > 0 && primaryKeyName(def) == ix.Name {
-			return def
-		}
-	}
-	return nil
+	return s, nil
 }
 
 // indexBody is an index definition after the table name.
@@ -804,597 +912,6 @@ func (p *ddlParser) plainKeyTail() bool {
 	return p.isOp(",") || p.isOp(")")
 }
 
-// addIndex records an index; one of the same name (a replay) is replaced.
-func (e *tableEdit) addIndex(name string, unique bool, b indexBody) error {
-	if !b.expr {
-		if err := e.haveColumns(b.columns); err != nil {
-			return err
-		}
-	}
-	if name == "" {
-		if !b.expr && e.hasIndexOn(b.columns, unique) {
-			return nil // a replay of CREATE INDEX without a name
-		}
-		name = e.chooseName(e.def.Name.Name, indexNameAddition(b.names), "idx")
-	}
-	ix := source.IndexDef{Name: name, Columns: b.columns}
-	if b.expr {
-		ix = source.IndexDef{Name: name, Expr: indexDefinition(unique, name, e.def.Name, b)}
-	}
-	e.def.Uniques = removeIndex(e.def.Uniques, name)
-	e.def.Indexes = removeIndex(e.def.Indexes, name)
-	if unique {
-		e.def.Uniques = insertIndex(e.def.Uniques, ix)
-	} else {
-		e.def.Indexes = insertIndex(e.def.Indexes, ix)
-	}
-	return nil
-}
-
-// indexDefinition writes an expression, partial or non-btree index the
-// way pg_get_indexdef does (which is what IndexDef.Expr holds for a
-// PostgreSQL source, and what a PostgreSQL target runs): CREATE [UNIQUE]
-// INDEX name ON schema.table USING method (keys) [INCLUDE (...)] [WHERE ...].
-func indexDefinition(unique bool, name string, table source.TableName, b indexBody) string {
-	var s strings.Builder
-	s.WriteString("CREATE ")
-	if unique {
-		s.WriteString("UNIQUE ")
-	}
-	fmt.Fprintf(&s, "INDEX %s ON %s USING %s %s", QuoteIdentifier(name), quoteTable(table), b.method, b.keys)
-	if b.include != "" {
-		s.WriteString(" " + b.include)
-	}
-	if b.where != "" {
-		s.WriteString(" WHERE " + b.where)
-	}
-	return s.String()
-}
-
-func quoteTable(t source.TableName) string {
-	return QuoteIdentifier(t.Schema) + "." + QuoteIdentifier(t.Name)
-}
-
-// --- editing one table ----------------------------------------------------
-
-// tableEdit is one statement's change to one table, made on a copy that the
-// catalog takes over (commit) once the statement is through.
-type tableEdit struct {
-	c   *Catalog
-	def *source.TableDef
-	top int16 // the largest attribute number handed out; new columns get the next
-}
-
-func (c *Catalog) edit(def *source.TableDef) *tableEdit {
-	e := &tableEdit{c: c, def: copyDef(def), top: c.lastAttnum[def.OID]}
-	for _, col := range def.Columns {
-		e.top = max(e.top, col.Attnum)
-	}
-	return e
-}
-
-// commit makes the edited definition the catalog's (under its new name,
-// after a rename) and reports it as changed. A definition that does not
-// hold together is an internal error and changes nothing.
-func (c *Catalog) commit(o *outcome, e *tableEdit, from source.TableName) error {
-	if err := checkDef(e.def); err != nil {
-		return fmt.Errorf("internal inconsistency in the definition of %s: %w", e.def.Name, err)
-	}
-	delete(c.tables, from)
-	c.tables[e.def.Name] = e.def
-	c.lastAttnum[e.def.OID] = max(c.lastAttnum[e.def.OID], e.top)
-	o.addTable(e.def)
-	return nil
-}
-
-func (e *tableEdit) column(name string) *source.ColumnDef {
-	for i := range e.def.Columns {
-		if e.def.Columns[i].Name == name {
-			return &e.def.Columns[i]
-		}
-	}
-	return nil
-}
-
-// haveColumns checks a key's columns: each exists, none twice.
-func (e *tableEdit) haveColumns(cols []string) error {
-	if len(cols) > maxKeyColumns {
-		return fmt.Errorf("a key has at most %d columns", maxKeyColumns)
-	}
-	for i, col := range cols {
-		if e.column(col) == nil {
-			return fmt.Errorf("column %s does not exist", col)
-		}
-		if slices.Contains(cols[:i], col) {
-			return fmt.Errorf("column %s appears twice in the key", col)
-		}
-	}
-	return nil
-}
-
-// addColumn appends a column with the next attribute number, and the
-// constraints written on it.
-func (e *tableEdit) addColumn(s columnSpec) error {
-	if len(e.def.Columns) >= maxColumns {
-		return fmt.Errorf("a table has at most %d columns", maxColumns)
-	}
-	if e.top == math.MaxInt16 {
-		return errors.New("no attribute number left for a new column")
-	}
-	e.top++
-	col := s.def
-	col.Attnum = e.top
-	if s.serial || serialDefault(col.Default) {
-		col.Identity = 'd' // as a PostgreSQL source describes serial columns
-	}
-	switch {
-	case col.Identity != 0:
-		col.Default, col.NotNull = "", true
-	case col.Generated != "":
-		col.Default = ""
-	}
-	e.def.Columns = append(e.def.Columns, col)
-	for _, con := range s.constraints {
-		con.columns = []string{col.Name}
-		if err := e.constraint(con); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// constraint applies a table constraint. CHECK, FOREIGN KEY and EXCLUDE
-// constraints are not modelled.
-func (e *tableEdit) constraint(s constraintSpec) error {
-	switch s.kind {
-	case conPrimary:
-		return e.setPrimaryKey(s)
-	case conUnique:
-		return e.addUnique(s)
-	}
-	return nil
-}
-
-func (e *tableEdit) setPrimaryKey(s constraintSpec) error {
-	cols, name := s.columns, s.name
-	if s.usingIndex != "" { // the unique index becomes the key
-		i := indexNamed(e.def.Uniques, s.usingIndex)
-		if i < 0 && len(e.def.PrimaryKey) > 0 && (primaryKeyName(e.def) == name || primaryKeyName(e.def) == s.usingIndex) {
-			return nil // a replay
-		}
-		if i < 0 || e.def.Uniques[i].Expr != "" {
-			return fmt.Errorf("no unique index %s over plain columns to make the primary key", s.usingIndex)
-		}
-		cols = e.def.Uniques[i].Columns
-		e.def.Uniques = slices.Delete(e.def.Uniques, i, i+1)
-		if name == "" {
-			name = s.usingIndex
-		}
-	}
-	if err := e.haveColumns(cols); err != nil {
-		return err
-	}
-	if name == "" {
-		if slices.Equal(e.def.PrimaryKey, cols) {
-			name = e.def.PrimaryKeyName // a replay keeps the name chosen first
-		} else {
-			e.def.PrimaryKey, e.def.PrimaryKeyName = nil, ""
-			name = e.chooseName(e.def.Name.Name, "", "pkey")
-		}
-	}
-	e.def.PrimaryKey, e.def.PrimaryKeyName = slices.Clone(cols), name
-	for _, col := range cols {
-		e.column(col).NotNull = true
-	}
-	return nil
-}
-
-func (e *tableEdit) addUnique(s constraintSpec) error {
-	if s.usingIndex != "" { // the unique index becomes a constraint, renamed
-		if s.name != "" && indexNamed(e.def.Uniques, s.usingIndex) >= 0 {
-			e.renameIndex(s.usingIndex, s.name)
-		}
-		return nil
-	}
-	if err := e.haveColumns(s.columns); err != nil {
-		return err
-	}
-	name := s.name
-	if name == "" {
-		if e.hasIndexOn(s.columns, true) {
-			return nil // a replay
-		}
-		name = e.chooseName(e.def.Name.Name, indexNameAddition(s.columns), "key")
-	}
-	e.def.Uniques = insertIndex(removeIndex(e.def.Uniques, name), source.IndexDef{Name: name, Columns: slices.Clone(s.columns)})
-	return nil
-}
-
-func (e *tableEdit) hasIndexOn(cols []string, unique bool) bool {
-	list := e.def.Indexes
-	if unique {
-		list = e.def.Uniques
-	}
-	return slices.ContainsFunc(list, func(ix source.IndexDef) bool { return ix.Expr == "" && slices.Equal(ix.Columns, cols) })
-}
-
-// subcommands applies ALTER TABLE's comma-separated subcommands. One that
-// is not understood is reported and skipped; the others still apply.
-func (e *tableEdit) subcommands(p *ddlParser, o *outcome) {
-	for {
-		start := p.i
-		err := e.subcommand(p)
-		if err == nil && !p.atEnd() && !p.isOp(",") {
-			err = p.expected("a comma or the end of the statement")
-		}
-		if err != nil {
-			p.i = start
-			p.skipElement()
-			o.unsupportedf("%s %s: %v", e.def.Name, clipDDL(p.span(start, p.i)), err)
-		}
-		if !p.acceptOp(",") {
-			if !p.atEnd() {
-				o.unsupportedf("%s: %v", e.def.Name, p.expected("a comma or the end of the statement"))
-			}
-			return
-		}
-	}
-}
-
-func (e *tableEdit) subcommand(p *ddlParser) error {
-	switch {
-	case rowsClause(p):
-		return errors.New("it changes rows the stream does not carry")
-	case storageClause(p):
-		p.skipElement()
-		return nil
-	case p.acceptKw("add"):
-		return e.add(p)
-	case p.acceptKw("drop"):
-		return e.drop(p)
-	case p.acceptKw("alter"):
-		return e.alter(p)
-	case p.acceptKw("rename"):
-		return e.rename(p)
-	case p.isKw("modify"), p.isKw("change"):
-		return errors.New("MODIFY and CHANGE redefine a column by rules that depend on the database's compatibility mode")
-	}
-	return p.expected("an ALTER TABLE subcommand")
-}
-
-// storageClauses begin subcommands that change storage, ownership,
-// triggers, statistics or partitions' layout: nothing a definition holds.
-var storageClauses = [][]string{
-	{"owner", "to"}, {"set", "tablespace"}, {"set", "with"}, {"set", "without"}, {"set", "logged"},
-	{"set", "unlogged"}, {"set", "compress"}, {"set", "nocompress"}, {"set", "access", "method"},
-	{"enable"}, {"disable"}, {"force"}, {"no", "force"}, {"inherit"}, {"no", "inherit"}, {"of"},
-	{"not", "of"}, {"cluster", "on"}, {"replica", "identity"}, {"validate", "constraint"},
-	{"alter", "constraint"}, {"add", "partition"}, {"add", "subpartition"}, {"split", "partition"},
-	{"split", "subpartition"}, {"merge", "partitions"}, {"move", "partition"}, {"rename", "partition"},
-	{"rename", "subpartition"}, {"modify", "partition"}, {"add", "statistics"}, {"delete", "statistics"},
-	{"comment"}, {"auto_increment"}, {"character", "set"}, {"charset"}, {"default", "charset"},
-	{"default", "character", "set"}, {"collate"}, {"gsiwaitall"},
-}
-
-// rowsClauses begin partition subcommands that delete or swap rows,
-// which the stream does not carry as row changes.
-var rowsClauses = [][]string{
-	{"truncate", "partition"}, {"truncate", "subpartition"}, {"drop", "partition"},
-	{"drop", "subpartition"}, {"exchange", "partition"},
-}
-
-func storageClause(p *ddlParser) bool {
-	if (p.isKw("set") || p.isKw("reset")) && p.peekN(1).kind == tOp && p.peekN(1).val == "(" {
-		return true // storage parameters
-	}
-	return slices.ContainsFunc(storageClauses, func(words []string) bool { return p.isKw(words...) })
-}
-
-func rowsClause(p *ddlParser) bool {
-	return slices.ContainsFunc(rowsClauses, func(words []string) bool { return p.isKw(words...) })
-}
-
-// add: ADD [COLUMN] [IF NOT EXISTS] coldef | ADD (coldef, ...) | ADD
-// table_constraint. A column that exists already is a replay and is kept.
-func (e *tableEdit) add(p *ddlParser) error {
-	if isConstraintStart(p) {
-		s, err := p.tableConstraint()
-		if err != nil {
-			return err
-		}
-		return e.constraint(s)
-	}
-	list := p.acceptOp("(") // A compatibility: ADD (c1 type, c2 type)
-	if !list {
-		p.acceptKw("column")
-		p.acceptKw("if", "not", "exists")
-	}
-	for {
-		s, err := p.columnDef()
-		if err != nil {
-			return err
-		}
-		if e.column(s.def.Name) == nil {
-			if err := e.addColumn(s); err != nil {
-				return err
-			}
-		}
-		if !list {
-			return nil
-		}
-		if !p.acceptOp(",") {
-			return p.expectOp(")")
-		}
-	}
-}
-
-// drop: DROP [COLUMN] [IF EXISTS] c [CASCADE | RESTRICT] | DROP CONSTRAINT
-// [IF EXISTS] n [CASCADE | RESTRICT] | DROP PRIMARY KEY.
-func (e *tableEdit) drop(p *ddlParser) error {
-	switch {
-	case p.acceptKw("constraint"):
-		p.acceptKw("if", "exists")
-		name, err := p.name()
-		if err != nil {
-			return err
-		}
-		dropBehavior(p)
-		e.dropConstraint(name)
-		return nil
-	case p.acceptKw("primary", "key"):
-		e.def.PrimaryKey, e.def.PrimaryKeyName = nil, ""
-		return nil
-	}
-	p.acceptKw("column")
-	p.acceptKw("if", "exists")
-	name, err := p.name()
-	if err != nil {
-		return err
-	}
-	dropBehavior(p)
-	e.dropColumn(name)
-	return nil
-}
-
-func dropBehavior(p *ddlParser) {
-	if !p.acceptKw("cascade") {
-		p.acceptKw("restrict")
-	}
-}
-
-// dropColumn removes a column (nothing when it is gone: a replay) with
-// what the server drops along: the keys and indexes over it and, under
-// CASCADE, the generated columns computed from it.
-func (e *tableEdit) dropColumn(name string) {
-	if e.column(name) == nil {
-		return
-	}
-	gone := []string{name}
-	for _, col := range e.def.Columns {
-		if col.Generated != "" && col.Name != name && mentions(col.Generated, name) {
-			gone = append(gone, col.Name)
-		}
-	}
-	for _, col := range gone {
-		e.def.Columns = slices.DeleteFunc(e.def.Columns, func(c source.ColumnDef) bool { return c.Name == col })
-		if slices.Contains(e.def.PrimaryKey, col) {
-			e.def.PrimaryKey, e.def.PrimaryKeyName = nil, ""
-		}
-		covers := func(ix source.IndexDef) bool {
-			return slices.Contains(ix.Columns, col) || ix.Expr != "" && mentions(indexKeys(ix.Expr), col)
-		}
-		e.def.Uniques = slices.DeleteFunc(e.def.Uniques, covers)
-		e.def.Indexes = slices.DeleteFunc(e.def.Indexes, covers)
-	}
-}
-
-// dropConstraint drops a unique constraint or the primary key by name.
-// Any other constraint (CHECK, FOREIGN KEY) is not in the definition.
-func (e *tableEdit) dropConstraint(name string) {
-	if i := indexNamed(e.def.Uniques, name); i >= 0 {
-		e.def.Uniques = slices.Delete(e.def.Uniques, i, i+1)
-		return
-	}
-	if len(e.def.PrimaryKey) > 0 && primaryKeyName(e.def) == name {
-		e.def.PrimaryKey, e.def.PrimaryKeyName = nil, ""
-	}
-}
-
-// primaryKeyName is the key's constraint name: the one known, or the one
-// the server chooses by default.
-func primaryKeyName(def *source.TableDef) string {
-	if def.PrimaryKeyName != "" {
-		return def.PrimaryKeyName
-	}
-	return objectName(def.Name.Name, "", "pkey")
-}
-
-// alter: ALTER [COLUMN] c {[SET DATA] TYPE t [COLLATE x] [USING expr] |
-// SET DEFAULT expr | DROP DEFAULT | SET NOT NULL | DROP NOT NULL | identity
-// and generation changes | SET STATISTICS and other storage settings}. A
-// column that is gone (a replay after a drop or rename) is left alone.
-func (e *tableEdit) alter(p *ddlParser) error {
-	p.acceptKw("column")
-	name, err := p.name()
-	if err != nil {
-		return err
-	}
-	col := e.column(name)
-	if col == nil {
-		col = &source.ColumnDef{}
-	}
-	switch {
-	case p.acceptKw("set", "data", "type"), p.acceptKw("type"):
-		return alterType(p, col)
-	case p.acceptKw("set", "default"):
-		col.Default, err = p.expr(nil)
-		col.Default = storedDefault(col.Default)
-		if serialDefault(col.Default) {
-			col.Default, col.Identity = "", 'd'
-		}
-	case p.acceptKw("drop", "default"):
-		// An identity BY DEFAULT with a default to drop is a serial column.
-		col.Default = ""
-		if col.Identity == 'd' {
-			col.Identity = 0
-		}
-	case p.acceptKw("set", "not", "null"):
-		col.NotNull = true
-	case p.acceptKw("drop", "not", "null"):
-		col.NotNull = false
-	case p.acceptKw("add", "generated"):
-		err = p.identity(col)
-		col.Default, col.NotNull = "", true
-		if err == nil && p.isOp("(") { // sequence options
-			_, err = p.group()
-		}
-	case p.acceptKw("set", "generated", "always"):
-		col.Identity = 'a'
-		p.skipElement() // sequence options
-	case p.acceptKw("set", "generated", "by", "default"):
-		col.Identity = 'd'
-		p.skipElement()
-	case p.acceptKw("drop", "identity"):
-		p.acceptKw("if", "exists")
-		col.Identity = 0
-	case p.acceptKw("drop", "expression"):
-		p.acceptKw("if", "exists")
-		col.Generated = ""
-	case columnStorageClause(p):
-		p.skipElement()
-	default:
-		return p.expected("a column change (TYPE, SET DEFAULT, DROP DEFAULT, SET NOT NULL, ...)")
-	}
-	return err
-}
-
-// columnStorageClauses begin column changes that leave the definition as
-// it is: statistics targets, storage, options, identity sequence settings.
-var columnStorageClauses = [][]string{
-	{"set", "statistics"}, {"set", "storage"}, {"set", "compression"}, {"restart"},
-	{"set", "increment"}, {"set", "start"}, {"set", "minvalue"}, {"set", "maxvalue"},
-	{"set", "no"}, {"set", "cache"}, {"set", "cycle"},
-}
-
-func columnStorageClause(p *ddlParser) bool {
-	return (p.isKw("set") || p.isKw("reset")) && p.peekN(1).kind == tOp && p.peekN(1).val == "(" ||
-		slices.ContainsFunc(columnStorageClauses, func(words []string) bool { return p.isKw(words...) })
-}
-
-func alterType(p *ddlParser, col *source.ColumnDef) error {
-	ts, err := p.typeSpec()
-	if err != nil {
-		return err
-	}
-	t, err := ts.resolve()
-	if err != nil {
-		return err
-	}
-	if ts.serial {
-		return errors.New("serial is not a type a column can be changed to")
-	}
-	if p.acceptKw("collate") {
-		if _, err := p.qualifiedName(); err != nil {
-			return err
-		}
-	}
-	if p.acceptKw("using") {
-		if _, err := p.expr(nil); err != nil {
-			return err
-		}
-	}
-	col.Type, col.TypeMod, col.SQLType, col.Info = t.oid, t.typmod, t.sql, nil
-	return nil
-}
-
-// rename: RENAME [COLUMN] a TO b | RENAME CONSTRAINT a TO b.
-func (e *tableEdit) rename(p *ddlParser) error {
-	constraint := p.acceptKw("constraint")
-	if !constraint {
-		p.acceptKw("column")
-	}
-	from, err := p.name()
-	if err == nil {
-		err = p.expectKw("to")
-	}
-	var to string
-	if err == nil {
-		to, err = p.name()
-	}
-	if err != nil {
-		return err
-	}
-	if constraint {
-		e.renameIndex(from, to)
-	} else {
-		e.renameColumn(from, to)
-	}
-	return nil
-}
-
-// renameColumn renames a column everywhere the definition names it. When
-// the column is gone or the new name is taken, the rename is a replay.
-func (e *tableEdit) renameColumn(from, to string) {
-	col := e.column(from)
-	if col == nil || e.column(to) != nil {
-		return
-	}
-	col.Name = to
-	rename := func(cols []string) {
-		for i := range cols {
-			if cols[i] == from {
-				cols[i] = to
-			}
-		}
-	}
-	rename(e.def.PrimaryKey)
-	for _, list := range [][]source.IndexDef{e.def.Uniques, e.def.Indexes} {
-		for i := range list {
-			rename(list[i].Columns)
-		}
-	}
-	for i := range e.def.Columns {
-		if g := e.def.Columns[i].Generated; g != "" {
-			e.def.Columns[i].Generated = renameIdent(g, from, to)
-		}
-	}
-	e.retargetIndexes(from, to)
-}
-
-// renameIndex renames an index or constraint: a unique constraint, an
-// index, or the primary key. A rename onto a taken name is a replay.
-func (e *tableEdit) renameIndex(from, to string) {
-	if from == to || e.nameTaken(to) {
-		return
-	}
-	if len(e.def.PrimaryKey) > 0 && primaryKeyName(e.def) == from {
-		e.def.PrimaryKeyName = to
-		return
-	}
-	for _, list := range [][]source.IndexDef{e.def.Uniques, e.def.Indexes} {
-		if i := indexNamed(list, from); i >= 0 {
-			list[i].Name = to
-			if list[i].Expr != "" {
-				list[i].Expr = retargetIndexDef(list[i].Expr, to, e.def.Name, "", "")
-			}
-			slices.SortStableFunc(list, func(a, b source.IndexDef) int { return strings.Compare(a.Name, b.Name) })
-			return
-		}
-	}
-}
-
-// retargetIndexes rewrites the expression indexes' definitions for the
-// table's current name and, when from is set, a renamed column.
-func (e *tableEdit) retargetIndexes(from, to string) {
-	for _, list := range [][]source.IndexDef{e.def.Uniques, e.def.Indexes} {
-		for i := range list {
-			if list[i].Expr != "" {
-				list[i].Expr = retargetIndexDef(list[i].Expr, list[i].Name, e.def.Name, from, to)
-			}
-		}
-	}
-}
-
 // --- column definitions ---------------------------------------------------
 
 // columnSpec is a column definition with the constraints written on it.
@@ -1474,7 +991,6 @@ func (p *ddlParser) columnOption(s *columnSpec) error {
 		err = p.references()
 	case p.acceptKw("default"):
 		s.def.Default, err = p.expr(columnStop)
-		s.def.Default = storedDefault(s.def.Default)
 	case p.acceptKw("generated"):
 		err = p.generated(&s.def)
 	case conName != "":
@@ -1530,8 +1046,12 @@ func (p *ddlParser) generated(col *source.ColumnDef) error {
 	}
 	if p.acceptKw("identity") {
 		col.Identity = 'a'
-	} else if err := p.identity(col); err != nil {
-		return err
+	} else {
+		kind, err := p.identity()
+		if err != nil {
+			return err
+		}
+		col.Identity = kind
 	}
 	if p.isOp("(") { // sequence options
 		_, err := p.group()
@@ -1540,17 +1060,15 @@ func (p *ddlParser) generated(col *source.ColumnDef) error {
 	return nil
 }
 
-// identity reads {ALWAYS | BY DEFAULT} AS IDENTITY.
-func (p *ddlParser) identity(col *source.ColumnDef) error {
+// identity reads {ALWAYS | BY DEFAULT} AS IDENTITY: 'a' or 'd'.
+func (p *ddlParser) identity() (byte, error) {
 	switch {
 	case p.acceptKw("always", "as", "identity"):
-		col.Identity = 'a'
+		return 'a', nil
 	case p.acceptKw("by", "default", "as", "identity"):
-		col.Identity = 'd'
-	default:
-		return p.expected("ALWAYS AS IDENTITY, BY DEFAULT AS IDENTITY or ALWAYS AS (expression)")
+		return 'd', nil
 	}
-	return nil
+	return 0, p.expected("ALWAYS AS IDENTITY, BY DEFAULT AS IDENTITY or ALWAYS AS (expression)")
 }
 
 // references reads a column's REFERENCES clause, which is not modelled.
@@ -1657,262 +1175,241 @@ func (p *ddlParser) tableConstraint() (constraintSpec, error) {
 	return s, p.indexParams()
 }
 
-// storedDefault is the default the server keeps: none for a NULL
-// constant (possibly cast), which it does not store.
-func storedDefault(expr string) string {
-	toks := lexDDL(expr)
-	if isWord(toks[0], "null") && (toks[1].kind == tEOF || toks[1].kind == tOp && toks[1].val == "::") {
+// --- parser ---------------------------------------------------------------
+
+// ddlParser walks a statement's tokens. Every loop in the grammar
+// consumes a token per round or stops, so the work is linear in the
+// statement's length, whatever the input.
+type ddlParser struct {
+	src  string
+	toks []ddlToken // ends with tEOF
+	i    int
+}
+
+// newDDLParser tokenizes a statement; semicolons that end it are dropped.
+func newDDLParser(src string) *ddlParser {
+	toks := lexDDL(src)
+	for n := len(toks) - 1; n > 0 && toks[n-1].kind == tOp && toks[n-1].val == ";"; n-- {
+		toks = append(toks[:n-1], toks[n])
+	}
+	return &ddlParser{src: src, toks: toks}
+}
+
+func (p *ddlParser) peek() ddlToken { return p.toks[p.i] }
+
+func (p *ddlParser) peekN(n int) ddlToken { return p.toks[min(p.i+n, len(p.toks)-1)] }
+
+func (p *ddlParser) next() ddlToken {
+	t := p.toks[p.i]
+	if t.kind != tEOF {
+		p.i++
+	}
+	return t
+}
+
+func (p *ddlParser) atEnd() bool { return p.peek().kind == tEOF }
+
+// span is the statement's text from token start up to token end (exclusive).
+func (p *ddlParser) span(start, end int) string {
+	if end <= start {
 		return ""
 	}
-	return expr
+	return p.src[p.toks[start].pos:p.toks[end-1].end]
 }
 
-// serialDefault reports whether a default is nextval() of a sequence,
-// which is how the server describes a serial column. Like DescribeTables,
-// the catalog takes such a column for an identity BY DEFAULT: the target
-// generates its own values and needs no copy of the source's sequence.
-func serialDefault(expr string) bool {
-	toks := lexDDL(expr)
-	return isWord(toks[0], "nextval") && toks[1].kind == tOp && toks[1].val == "("
-}
-
-// --- names ----------------------------------------------------------------
-
-// objectName is the server's makeObjectName: name1[_name2][_label], the
-// longer name cut first so that the whole fits in 63 bytes (NAMEDATALEN-1),
-// never inside a UTF-8 character.
-func objectName(name1, name2, label string) string {
-	overhead := 0
-	if name2 != "" {
-		overhead++
-	}
-	if label != "" {
-		overhead += len(label) + 1
-	}
-	n1, n2 := len(name1), len(name2)
-	for n1+n2 > 63-overhead && n1+n2 > 0 {
-		if n1 > n2 {
-			n1--
-		} else {
-			n2--
+// isKw reports whether the next tokens are the given bare words (lower case).
+func (p *ddlParser) isKw(words ...string) bool {
+	for n, w := range words {
+		if !isWord(p.peekN(n), w) {
+			return false
 		}
 	}
-	out := clipUTF8(name1, n1)
-	if name2 != "" {
-		out += "_" + clipUTF8(name2, n2)
-	}
-	if label != "" {
-		out += "_" + label
-	}
-	return out
+	return true
 }
 
-func clipUTF8(s string, n int) string {
-	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
-		n--
+func (p *ddlParser) acceptKw(words ...string) bool {
+	if !p.isKw(words...) {
+		return false
 	}
-	return s[:n]
+	p.i += len(words)
+	return true
 }
 
-// indexNameAddition is the server's ChooseIndexNameAddition: the key
-// names joined by "_", at most 63 bytes.
-func indexNameAddition(names []string) string {
-	var b strings.Builder
-	for _, n := range names {
-		if b.Len() > 0 {
-			b.WriteByte('_')
-		}
-		b.WriteString(n[:min(len(n), max(0, 63-b.Len()))])
-		if b.Len() >= 63 {
-			break
-		}
-	}
-	return b.String()
-}
-
-// chooseName is the server's ChooseRelationName: objectName, with a
-// number after the label while the name is taken in the schema (as far as
-// the catalog knows the schema's relations).
-func (e *tableEdit) chooseName(name1, name2, label string) string {
-	name := objectName(name1, name2, label)
-	for pass := 1; pass < 1000 && e.nameTaken(name); pass++ {
-		name = objectName(name1, name2, label+strconv.Itoa(pass))
-	}
-	return name
-}
-
-func (e *tableEdit) nameTaken(name string) bool {
-	if hasRelation(e.def, name) {
-		return true
-	}
-	for n, def := range e.c.tables {
-		if n.Schema == e.def.Name.Schema && def.OID != e.def.OID && hasRelation(def, name) {
-			return true
-		}
-	}
-	return false
-}
-
-// hasRelation reports whether a table or one of its indexes has the name.
-func hasRelation(def *source.TableDef, name string) bool {
-	return def.Name.Name == name || len(def.PrimaryKey) > 0 && primaryKeyName(def) == name ||
-		indexNamed(def.Uniques, name) >= 0 || indexNamed(def.Indexes, name) >= 0
-}
-
-func indexNamed(list []source.IndexDef, name string) int {
-	return slices.IndexFunc(list, func(ix source.IndexDef) bool { return ix.Name == name })
-}
-
-func removeIndex(list []source.IndexDef, name string) []source.IndexDef {
-	return slices.DeleteFunc(list, func(ix source.IndexDef) bool { return ix.Name == name })
-}
-
-// insertIndex adds an index in name order, as a PostgreSQL source lists them.
-func insertIndex(list []source.IndexDef, ix source.IndexDef) []source.IndexDef {
-	i, _ := slices.BinarySearchFunc(list, ix.Name, func(x source.IndexDef, name string) int { return strings.Compare(x.Name, name) })
-	return slices.Insert(list, i, ix)
-}
-
-// retargetIndexDef rewrites an index definition in pg_get_indexdef's form
-// (CREATE [UNIQUE] INDEX name ON [ONLY] table USING ...) for the index's
-// and table's current names and, when from is set, a renamed column. A
-// definition of another shape comes back unchanged.
-func retargetIndexDef(def, index string, table source.TableName, from, to string) string {
-	p := newDDLParser(def)
-	if !p.acceptKw("create") {
-		return def
-	}
-	p.acceptKw("unique")
-	if !p.acceptKw("index") {
-		return def
-	}
-	name := p.peek()
-	if name.kind != tIdent && name.kind != tQuoted || isWord(name, "on") {
-		return def
-	}
-	p.next()
-	if !p.acceptKw("on") {
-		return def
-	}
-	p.acceptKw("only")
-	start := p.i
-	if _, err := p.qualifiedName(); err != nil {
-		return def
-	}
-	rest := def[p.toks[p.i-1].end:]
-	if from != "" {
-		rest = renameIdent(rest, from, to)
-	}
-	return def[:name.pos] + QuoteIdentifier(index) + def[name.end:p.toks[start].pos] + quoteTable(table) + rest
-}
-
-// indexKeys is the part of an index definition from USING on, which
-// names the columns (the part before names the index and the table).
-func indexKeys(def string) string {
-	for _, t := range lexDDL(def) {
-		if isWord(t, "using") {
-			return def[t.pos:]
-		}
-	}
-	return def
-}
-
-// identRefs finds the tokens of sql that name a column: a quoted
-// identifier with that name, or a bare one when the name needs no quotes,
-// that is not qualified, a qualifier or a function name.
-func identRefs(toks []ddlToken, column string) []int {
-	var out []int
-	bare := QuoteIdentifier(column) == column
-	for i, t := range toks {
-		if t.val != column || !(t.kind == tQuoted || t.kind == tIdent && bare) {
-			continue
-		}
-		if i > 0 && toks[i-1].kind == tOp && toks[i-1].val == "." {
-			continue
-		}
-		if n := toks[i+1]; n.kind == tOp && (n.val == "(" || n.val == ".") {
-			continue
-		}
-		out = append(out, i)
-	}
-	return out
-}
-
-// mentions reports whether an expression refers to a column.
-func mentions(sql, column string) bool {
-	return len(identRefs(lexDDL(sql), column)) > 0
-}
-
-// renameIdent rewrites an expression's references to a renamed column.
-func renameIdent(sql, from, to string) string {
-	toks := lexDDL(sql)
-	var b strings.Builder
-	last := 0
-	for _, i := range identRefs(toks, from) {
-		b.WriteString(sql[last:toks[i].pos])
-		b.WriteString(QuoteIdentifier(to))
-		last = toks[i].end
-	}
-	b.WriteString(sql[last:])
-	return b.String()
-}
-
-// --- definitions ----------------------------------------------------------
-
-// copyDef copies a definition deeply enough that changing the copy never
-// changes the original (Info, set only for user-defined types, is shared:
-// nothing changes it).
-func copyDef(def *source.TableDef) *source.TableDef {
-	out := *def
-	out.Columns = slices.Clone(def.Columns)
-	out.PrimaryKey = slices.Clone(def.PrimaryKey)
-	out.Uniques = copyIndexes(def.Uniques)
-	out.Indexes = copyIndexes(def.Indexes)
-	return &out
-}
-
-func copyIndexes(list []source.IndexDef) []source.IndexDef {
-	if list == nil {
-		return nil
-	}
-	out := make([]source.IndexDef, len(list))
-	for i, ix := range list {
-		out[i] = ix
-		out[i].Columns = slices.Clone(ix.Columns)
-	}
-	return out
-}
-
-// checkDef checks that a definition holds together: column names and
-// attribute numbers unique, keys and indexes over existing columns.
-func checkDef(def *source.TableDef) error {
-	names := map[string]bool{}
-	attnums := map[int16]bool{}
-	for _, c := range def.Columns {
-		if c.Name == "" || names[c.Name] {
-			return fmt.Errorf("column name %q is empty or repeated", c.Name)
-		}
-		if c.Attnum > 0 && attnums[c.Attnum] {
-			return fmt.Errorf("attribute number %d is repeated", c.Attnum)
-		}
-		names[c.Name], attnums[c.Attnum] = true, true
-	}
-	for _, col := range def.PrimaryKey {
-		if !names[col] {
-			return fmt.Errorf("primary key column %s does not exist", col)
-		}
-	}
-	for _, ix := range slices.Concat(def.Uniques, def.Indexes) {
-		if ix.Name == "" || len(ix.Columns) == 0 && ix.Expr == "" {
-			return fmt.Errorf("index %q has no name or no keys", ix.Name)
-		}
-		for _, col := range ix.Columns {
-			if !names[col] {
-				return fmt.Errorf("index %s column %s does not exist", ix.Name, col)
-			}
-		}
+func (p *ddlParser) expectKw(words ...string) error {
+	if !p.acceptKw(words...) {
+		return p.expected(strings.ToUpper(strings.Join(words, " ")))
 	}
 	return nil
+}
+
+func (p *ddlParser) isOp(op string) bool {
+	t := p.peek()
+	return t.kind == tOp && t.val == op
+}
+
+func (p *ddlParser) acceptOp(op string) bool {
+	if !p.isOp(op) {
+		return false
+	}
+	p.i++
+	return true
+}
+
+func (p *ddlParser) expectOp(op string) error {
+	if !p.acceptOp(op) {
+		return p.expected(strconv.Quote(op))
+	}
+	return nil
+}
+
+func (p *ddlParser) expectString() error {
+	if p.peek().kind != tString {
+		return p.expected("a string")
+	}
+	p.next()
+	return nil
+}
+
+// expected reports what the parser wanted where it is.
+func (p *ddlParser) expected(what string) error {
+	t := p.peek()
+	switch t.kind {
+	case tEOF:
+		return fmt.Errorf("expected %s at the end of the statement", what)
+	case tBad:
+		return fmt.Errorf("expected %s, found %s at byte %d", what, t.val, t.pos)
+	}
+	return fmt.Errorf("expected %s, found %s at byte %d", what, clipDDL(p.src[t.pos:t.end]), t.pos)
+}
+
+// name reads one identifier, quoted or not.
+func (p *ddlParser) name() (string, error) {
+	t := p.peek()
+	if t.kind != tIdent && t.kind != tQuoted {
+		return "", p.expected("a name")
+	}
+	p.next()
+	return t.val, nil
+}
+
+// qualifiedName reads name[.name[.name]].
+func (p *ddlParser) qualifiedName() ([]string, error) {
+	var parts []string
+	for {
+		n, err := p.name()
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, n)
+		if !p.isOp(".") {
+			return parts, nil
+		}
+		if len(parts) == 3 {
+			return nil, p.expected("a name of at most three parts")
+		}
+		p.next()
+	}
+}
+
+// tableName reads [database.][schema.]table; without a schema the table is
+// in public.
+func (p *ddlParser) tableName() (source.TableName, error) {
+	parts, err := p.qualifiedName()
+	if err != nil {
+		return source.TableName{}, err
+	}
+	name := source.TableName{Schema: "public", Name: parts[len(parts)-1]}
+	if len(parts) > 1 {
+		name.Schema = parts[len(parts)-2]
+	}
+	return name, nil
+}
+
+// nameList reads (name, ...).
+func (p *ddlParser) nameList() ([]string, error) {
+	if err := p.expectOp("("); err != nil {
+		return nil, err
+	}
+	var names []string
+	for {
+		n, err := p.name()
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, n)
+		if !p.acceptOp(",") {
+			return names, p.expectOp(")")
+		}
+	}
+}
+
+// group reads a parenthesised group and returns its inside, trimmed.
+func (p *ddlParser) group() (string, error) {
+	if !p.isOp("(") {
+		return "", p.expected(`"("`)
+	}
+	open := p.i
+	depth := 0
+	for {
+		t := p.peek()
+		switch {
+		case t.kind == tEOF || t.kind == tBad:
+			return "", p.expected(`")"`)
+		case t.kind == tOp && (t.val == "(" || t.val == "["):
+			depth++
+		case t.kind == tOp && (t.val == ")" || t.val == "]"):
+			depth--
+		}
+		p.next()
+		if depth == 0 {
+			return strings.TrimSpace(p.src[p.toks[open].end:t.pos]), nil
+		}
+	}
+}
+
+// expr reads an expression: the tokens up to a comma or closing
+// parenthesis outside parentheses and CASE ... END, the end of the
+// statement, or (after the first token) a token stop accepts. It returns
+// the expression's text.
+func (p *ddlParser) expr(stop func(*ddlParser) bool) (string, error) {
+	start, depth := p.i, 0
+	for {
+		t := p.peek()
+		if t.kind == tBad || t.kind == tEOF && depth > 0 {
+			return "", p.expected("the rest of the expression")
+		}
+		if t.kind == tEOF || depth == 0 && (p.isOp(",") || p.isOp(")") || p.i > start && stop != nil && stop(p)) {
+			break
+		}
+		switch {
+		case t.kind == tOp && (t.val == "(" || t.val == "["), isWord(t, "case"):
+			depth++
+		case t.kind == tOp && (t.val == ")" || t.val == "]"), isWord(t, "end") && depth > 0:
+			depth--
+		}
+		p.next()
+	}
+	if p.i == start {
+		return "", p.expected("an expression")
+	}
+	return p.span(start, p.i), nil
+}
+
+// skipElement moves past the rest of a list element: to the next comma
+// outside parentheses, or to the end of the statement.
+func (p *ddlParser) skipElement() {
+	depth := 0
+	for !p.atEnd() {
+		switch {
+		case p.isOp("(") || p.isOp("["):
+			depth++
+		case p.isOp(")") || p.isOp("]"):
+			depth = max(0, depth-1)
+		case p.isOp(",") && depth == 0:
+			return
+		}
+		p.next()
+	}
 }
 
 // clipDDL quotes a statement or part of one for a message, on one line and
@@ -1923,4 +1420,11 @@ func clipDDL(s string) string {
 		s = clipUTF8(s, 120) + "…"
 	}
 	return strconv.Quote(s)
+}
+
+func clipUTF8(s string, n int) string {
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
