@@ -39,8 +39,10 @@ func readSettings(path string, known map[string]bool) (fileSettings, error) {
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		msg := strings.TrimPrefix(yamlLine.ReplaceAllString(err.Error(), "line $1: "), "yaml: ")
-		return file, usagef("config file %s %s", path, msg)
+		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+			return file, usagef("%s line %s: %s", path, m[1], strings.TrimPrefix(err.Error(), m[0]))
+		}
+		return file, usagef("%s: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	if len(doc.Content) == 0 {
 		return file, nil // empty
