@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"regexp"
 	"strconv"
@@ -12,7 +9,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/decant/decant/apply/mysql"
 	"github.com/decant/decant/mapping"
@@ -21,50 +17,56 @@ import (
 	"github.com/decant/decant/source/pgsession"
 )
 
-// config holds the settings every command shares. Flags beat environment
-// variables, which beat the --config file.
+// config holds the settings every command shares: the values of their
+// flags, each from the command line, the environment or the --config
+// file (settings.go), and the column rules, which only the file gives.
 type config struct {
-	Source   string    `yaml:"-"`
-	Target   string    `yaml:"target"`
-	Pipeline string    `yaml:"pipeline"`
-	Tables   tableList `yaml:"tables"`
+	Source   string
+	Target   string
+	Pipeline string
+	Tables   tableList
 	// Map routes source tables to target tables: "sales.*=sales_*".
-	Map []string `yaml:"map"`
+	Map []string
 	// Columns renames and leaves out columns, by source table.
-	Columns map[string]mapping.ColumnRules `yaml:"columns"`
+	Columns map[string]mapping.ColumnRules
 	// OnUnrepresentable is the policy for values the target cannot hold.
-	OnUnrepresentable string `yaml:"on_unrepresentable"`
+	OnUnrepresentable string
 	// OnUnsupportedDDL is stop or skip, for schema changes decant cannot
 	// translate.
-	OnUnsupportedDDL string `yaml:"on_unsupported_ddl"`
-	LogLevel         string `yaml:"log_level"`
-	LogJSON          bool   `yaml:"log_json"`
+	OnUnsupportedDDL string
+	LogLevel         string
+	LogJSON          bool
 	// MaxTxnMemory bounds the decoded changes held in memory, over all
 	// transactions waiting for their commit; past it they spill to
 	// files in SpillDir.
-	MaxTxnMemory string `yaml:"max_txn_memory"`
-	SpillDir     string `yaml:"spill_dir"`
+	MaxTxnMemory string
+	SpillDir     string
 	// StreamApply is how in-progress transactions streamed by a
 	// PostgreSQL source are applied: spool (at commit) or immediate.
-	StreamApply string `yaml:"stream_apply"`
+	StreamApply string
 	// SynchronousCommit is on or off: off commits on a PostgreSQL
 	// target without waiting for its disk (apply/pg, durable.go).
-	SynchronousCommit string `yaml:"synchronous_commit"`
+	SynchronousCommit string
 	// SourceTimeout is the longest silence run accepts on the replication
 	// stream, TargetTimeout the longest one round trip to the target may
 	// take; past either the connection is given up and the pipeline
 	// resumes from the checkpoint. "0" turns the bound off.
-	SourceTimeout string `yaml:"source_timeout"`
-	TargetTimeout string `yaml:"target_timeout"`
+	SourceTimeout string
+	TargetTimeout string
 	// Compact applies the net change per key of a target transaction
 	// where that ends in the same rows (default); false applies every
 	// change on its own, for targets whose consumers must see each one.
-	Compact *bool `yaml:"compact"`
+	Compact bool
 
 	// SourceKind is postgres, gaussdb or opengauss; by default from the
 	// DSN's scheme. SourceOptions are GaussDB decoding options.
-	SourceKind    string            `yaml:"-"`
-	SourceOptions map[string]string `yaml:"-"`
+	SourceKind    string
+	SourceOptions map[string]string
+	// SourcePasswordFile and TargetPasswordFile hold the password of a
+	// GaussDB source and a MySQL target, so that it is not on the
+	// command line; PostgreSQL DSNs take PGPASSFILE and .pgpass instead.
+	SourcePasswordFile string
+	TargetPasswordFile string
 
 	filter  source.TableFilter
 	gauss   gauss.Options
@@ -74,52 +76,11 @@ type config struct {
 	memory  int // MaxTxnMemory in bytes
 
 	sourceTimeout, targetTimeout time.Duration
-	compact                      bool // the --compact flag's value
 }
 
-// sourceSpec is the source in the config file: a DSN string, or a
-// mapping {dsn: ..., kind: ..., options: {...}} (options are GaussDB
-// decoding options).
-type sourceSpec struct {
-	DSN     string            `yaml:"dsn"`
-	Kind    string            `yaml:"kind"`
-	Options map[string]string `yaml:"options"`
-}
-
-func (s *sourceSpec) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.MappingNode {
-		return n.Decode(&s.DSN)
-	}
-	type plain sourceSpec // without this method
-	return n.Decode((*plain)(s))
-}
-
-// fileConfig is the config file's shape: config's keys, with the richer
-// source form.
-type fileConfig struct {
-	config `yaml:",inline"`
-	Source sourceSpec `yaml:"source"`
-}
-
-// tableList accepts a YAML list or a comma-separated string.
+// tableList is a comma-separated list of table patterns; the file may
+// give it as a YAML list.
 type tableList string
-
-func (l *tableList) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind == yaml.SequenceNode {
-		var items []string
-		if err := n.Decode(&items); err != nil {
-			return err
-		}
-		*l = tableList(strings.Join(items, ","))
-		return nil
-	}
-	var s string
-	if err := n.Decode(&s); err != nil {
-		return err
-	}
-	*l = tableList(s)
-	return nil
-}
 
 // usageError is a mistake in how decant was called or configured: exit 2.
 type usageError struct{ err error }
@@ -136,18 +97,25 @@ type flags struct {
 }
 
 func addFlags(cmd *cobra.Command, f *flags, withTables bool) {
+	addConfigFlag(cmd, &f.configFile)
 	fs := cmd.Flags()
-	fs.StringVar(&f.configFile, "config", "", "YAML file of shared settings (source, target, pipeline, tables, map, columns, on_unrepresentable and the others the README lists); flags and environment variables beat it")
 	fs.StringVar(&f.values.Source, "source", "", "source DSN, postgres://user:pass@host:port/db (env DECANT_SOURCE)")
 	fs.StringVar(&f.values.Target, "target", "", "target DSN, postgres://user:pass@host:port/db or mysql://user:pass@host:port/db (env DECANT_TARGET)")
 	fs.StringVar(&f.values.Pipeline, "pipeline", "", `pipeline name: names the slot, the publication and the checkpoint row (default "decant", env DECANT_PIPELINE)`)
 	fs.StringVar(&f.values.SourceKind, "source-kind", "", "postgres, gaussdb or opengauss (default: from the source DSN's scheme)")
 	fs.StringToStringVar(&f.values.SourceOptions, "source-option", nil, "a GaussDB decoding option, repeatable: --source-option decode-style=b")
+	fs.StringVar(&f.values.SourcePasswordFile, "source-password-file", "", "file holding the password of a GaussDB or openGauss source (one trailing newline is dropped), instead of the DSN; PostgreSQL sources read PGPASSFILE or ~/.pgpass")
+	fs.StringVar(&f.values.TargetPasswordFile, "target-password-file", "", "file holding the password of a MySQL or MariaDB target (one trailing newline is dropped), instead of the DSN; PostgreSQL targets read PGPASSFILE or ~/.pgpass")
 	fs.StringVar(&f.values.LogLevel, "log-level", "", "debug, info, warn or error (default info)")
 	fs.BoolVar(&f.values.LogJSON, "log-json", false, "log as JSON lines instead of text")
 	if withTables {
 		fs.Var((*tableFlag)(&f.values.Tables), "tables", "comma list of schema.table patterns, '*' matches any run of characters (default: every table outside system schemas, env DECANT_TABLES)")
 	}
+}
+
+// addConfigFlag adds --config.
+func addConfigFlag(cmd *cobra.Command, path *string) {
+	cmd.Flags().StringVar(path, "config", "", "YAML file of settings (env DECANT_CONFIG): every flag is also a key there, --slot-wait as slot_wait, and an environment variable, DECANT_SLOT_WAIT; the command line beats the environment, which beats the file")
 }
 
 // addMappingFlags adds the flags that decide what source rows become on
@@ -176,7 +144,7 @@ func addStreamFlags(cmd *cobra.Command, f *flags) {
 
 // addApplyFlags adds the flags of how run writes (run).
 func addApplyFlags(cmd *cobra.Command, f *flags) {
-	cmd.Flags().BoolVar(&f.values.compact, "compact", true, "inside one target transaction, apply only the net change of each row where the target ends the same (tables whose only unique key is the replicated key, without triggers), as few set-based statements; --compact=false applies every change on its own")
+	cmd.Flags().BoolVar(&f.values.Compact, "compact", true, "inside one target transaction, apply only the net change of each row where the target ends the same (tables whose only unique key is the replicated key, without triggers), as few set-based statements; --compact=false applies every change on its own")
 }
 
 // addTimeoutFlags adds the bounds on a silent peer (run).
@@ -196,76 +164,25 @@ func (t *tableFlag) Type() string       { return "LIST" }
 // function names, which must stay within 63 bytes with decant's prefixes.
 var pipelineName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,47}$`)
 
-// load composes file, environment and flags, and validates the result.
+// load settles the command's flags from the command line, environment
+// and file, and validates the result.
 func (f *flags) load(cmd *cobra.Command) (config, error) {
-	var c config
-	if f.configFile != "" {
-		data, err := os.ReadFile(f.configFile)
-		if err != nil {
-			return c, usagef("read config file: %v", err)
-		}
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		dec.KnownFields(true)
-		var fc fileConfig
-		if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) {
-			return c, usagef("config file %s: %v", f.configFile, err)
-		}
-		c = fc.config
-		c.Source, c.SourceKind, c.SourceOptions = fc.Source.DSN, fc.Source.Kind, fc.Source.Options
+	file, err := settle(cmd)
+	if err != nil {
+		return config{}, err
 	}
-	for key, dst := range map[string]*string{
-		"DECANT_SOURCE": &c.Source, "DECANT_TARGET": &c.Target,
-		"DECANT_PIPELINE": &c.Pipeline, "DECANT_TABLES": (*string)(&c.Tables),
-	} {
-		if v, ok := os.LookupEnv(key); ok && v != "" {
-			*dst = v
-		}
-	}
-	f.override(cmd, &c)
+	c := f.values
+	c.Columns = file.columns
 	if c.Pipeline == "" {
 		c.Pipeline = "decant"
 	}
 	return c, c.validate()
 }
 
-// override sets what the command's flags give: each only when given
-// (a flag the command lacks is never given).
-func (f *flags) override(cmd *cobra.Command, c *config) {
-	fs := cmd.Flags()
-	for name, dst := range map[string]*string{
-		"source": &c.Source, "target": &c.Target, "pipeline": &c.Pipeline, "tables": (*string)(&c.Tables),
-		"log-level": &c.LogLevel, "source-kind": &c.SourceKind,
-		"on-unrepresentable": &c.OnUnrepresentable, "on-unsupported-ddl": &c.OnUnsupportedDDL,
-		"max-txn-memory": &c.MaxTxnMemory, "spill-dir": &c.SpillDir, "stream-apply": &c.StreamApply,
-		"synchronous-commit": &c.SynchronousCommit, "source-timeout": &c.SourceTimeout, "target-timeout": &c.TargetTimeout,
-	} {
-		if fs.Changed(name) {
-			*dst = fs.Lookup(name).Value.String()
-		}
-	}
-	if fs.Changed("source-option") {
-		if c.SourceOptions == nil {
-			c.SourceOptions = map[string]string{}
-		}
-		for k, v := range f.values.SourceOptions {
-			c.SourceOptions[k] = v
-		}
-	}
-	if fs.Changed("compact") {
-		c.Compact = &f.values.compact
-	}
-	if fs.Changed("map") {
-		c.Map = f.values.Map
-	}
-	if fs.Changed("log-json") {
-		c.LogJSON = f.values.LogJSON
-	}
-}
-
 // validate checks the settings and derives what the packages take from
 // them; every mistake is a usage error, found before anything connects.
 func (c *config) validate() error {
-	for _, check := range []func() error{c.validateEnds, c.validateMapping, c.validateRun} {
+	for _, check := range []func() error{c.validateEnds, c.readPasswords, c.validateMapping, c.validateRun} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -307,6 +224,49 @@ func (c *config) validateEnds() error {
 		return usagef("--target: %v", err)
 	}
 	return nil
+}
+
+// readPasswords puts the passwords of --source-password-file and
+// --target-password-file into the DSNs, which go nowhere but to the
+// connections: no error and no log line quotes a DSN's password.
+// PostgreSQL DSNs need no such flag: pgx reads PGPASSWORD, PGPASSFILE and
+// ~/.pgpass as libpq does.
+func (c *config) readPasswords() error {
+	var err error
+	if c.SourcePasswordFile != "" {
+		if !c.gaussSource() {
+			return usagef("--source-password-file is for GaussDB and openGauss sources: a PostgreSQL source takes its password from PGPASSWORD, PGPASSFILE or ~/.pgpass (docs/operations.md#passwords)")
+		}
+		if c.Source, err = withPasswordFile(c.Source, c.SourcePasswordFile, "source", gauss.WithPassword); err != nil {
+			return err
+		}
+	}
+	if c.TargetPasswordFile != "" {
+		if !c.mysqlTarget() {
+			return usagef("--target-password-file is for MySQL and MariaDB targets: a PostgreSQL target takes its password from PGPASSWORD, PGPASSFILE or ~/.pgpass (docs/operations.md#passwords)")
+		}
+		if c.Target, err = withPasswordFile(c.Target, c.TargetPasswordFile, "target", mysql.WithPassword); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// withPasswordFile reads a password file, drops one trailing newline
+// (what echo and most editors add) and puts the password into dsn.
+func withPasswordFile(dsn, path, end string, with func(dsn, password string) (string, error)) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", usagef("--%s-password-file: %v", end, err)
+	}
+	password := strings.TrimSuffix(strings.TrimSuffix(string(data), "\n"), "\r")
+	if password == "" {
+		return "", usagef("--%s-password-file %s is empty: write the %s user's password into it", end, path, end)
+	}
+	if dsn, err = with(dsn, password); err != nil {
+		return "", usagef("--%s-password-file: %v", end, err)
+	}
+	return dsn, nil
 }
 
 // validateMapping checks which tables are selected and what they become.

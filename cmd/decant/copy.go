@@ -33,6 +33,8 @@ decant cutover.`,
 	addInitFlags(cmd, &f, &o, false)
 	addDDLFlags(cmd, &f)
 	addStreamFlags(cmd, &f)
+	addTimeoutFlags(cmd, &f)
+	addApplyFlags(cmd, &f)
 	cmd.Flags().BoolVar(&catchUp, "catch-up", false, "exit 0 once the target has what the source committed before streaming began")
 	cmd.Flags().DurationVar(&slotWait, "slot-wait", 60*time.Second, "how long to keep retrying while the slot is held by another session")
 	return cmd

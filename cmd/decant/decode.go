@@ -18,7 +18,7 @@ import (
 )
 
 func decodeCmd() *cobra.Command {
-	var format string
+	var format, configFile string
 	var batch, hexInput bool
 	cmd := &cobra.Command{
 		Use:   "decode --format gauss-b|gauss-j|gauss-t|mppdb [--batch] [--hex] FILE|-",
@@ -34,6 +34,9 @@ with the byte offset and what was expected there.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := settle(cmd); err != nil {
+				return err
+			}
 			f, err := gauss.ParseFormat(format, batch)
 			if err != nil {
 				return usageError{err}
@@ -74,6 +77,7 @@ with the byte offset and what was expected there.`,
 	cmd.Flags().StringVar(&format, "format", "", "payload format: gauss-b (parallel binary), gauss-j (parallel JSON), gauss-t (parallel text), mppdb (serial)")
 	cmd.Flags().BoolVar(&batch, "batch", false, "payloads use batch framing (sending-batch=1)")
 	cmd.Flags().BoolVar(&hexInput, "hex", false, "input is one hex payload per line")
+	addConfigFlag(cmd, &configFile)
 	return cmd
 }
 

@@ -11,6 +11,8 @@
 //	decant cutover fence, catch-up, sequences (and verify): is it safe to switch?
 //	decant drop    remove the pipeline's slot, publication and checkpoint
 //	decant decode  decode captured GaussDB/openGauss payloads to JSON lines
+//	decant version the version, commit and build time (also --version)
+//	decant completion  shell completion scripts (bash, zsh, fish, powershell)
 //
 // This package is the command line only: flags, environment and the
 // --config file become the configuration of the packages that do the work
@@ -26,7 +28,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -42,9 +43,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newRoot().ExecuteContext(ctx)
+	cmd, err := newRoot().ExecuteContextC(ctx)
 	stop()
-	os.Exit(report(err))
+	os.Exit(report(asLogged(cmd, err)))
 }
 
 // report prints err as one line and returns the exit code.
@@ -53,7 +54,7 @@ func report(err error) int {
 		return 0
 	}
 	msg := strings.ReplaceAll(err.Error(), "\n", " ")
-	fmt.Fprintf(os.Stderr, "decant: error: %s\n", msg)
+	printError(os.Stderr, err, msg)
 	var u usageError
 	var refused *migrate.UsageError
 	if errors.As(err, &u) || errors.As(err, &refused) || strings.HasPrefix(msg, "unknown command") ||
@@ -70,13 +71,14 @@ func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "decant",
 		Short:         "Apply a source database's logical replication stream to a target, in commit order, exactly once",
+		Version:       readVersion().String(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetVersionTemplate("{{.Version}}")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(initCmd(), runCmd(), statusCmd(), dropCmd(), decodeCmd())
-	root.AddCommand(copyCmd(), migrateCmd(), verifyCmd(), cutoverCmd())
+	root.AddCommand(copyCmd(), migrateCmd(), verifyCmd(), cutoverCmd(), versionCmd())
 	for _, c := range root.Commands() {
 		if c.Args != nil {
 			continue // decode takes a file

@@ -59,7 +59,7 @@ func (c *config) pgConfig(log *slog.Logger) pg.Config {
 
 // compacts reports whether run applies net changes (--compact, on unless
 // turned off).
-func (c *config) compacts() bool { return c.Compact == nil || *c.Compact }
+func (c *config) compacts() bool { return c.Compact }
 
 func (c *config) mysqlConfig(log *slog.Logger) mysql.Config {
 	return mysql.Config{DSN: c.Target, Pipeline: c.Pipeline, Router: c.router(), Columns: c.columns, Policy: c.policy,
