@@ -115,7 +115,7 @@ func TestSecondRunUnderLoad(t *testing.T) {
 // TestSlotConsumed: when something else really consumed the slot past the
 // target's checkpoint, run refuses to stream with the exit code for
 // "needs a person", names both positions and tells how to repair the
-// target (resync, not a rebuild).
+// target (rebuild it from a new slot).
 func TestSlotConsumed(t *testing.T) {
 	p := newPair(t)
 	p.both(opsSchema)
@@ -129,7 +129,7 @@ func TestSlotConsumed(t *testing.T) {
 	if code != 3 {
 		t.Errorf("run on a consumed slot: exit %d, want 3", code)
 	}
-	oneLineError(t, "consumed slot", errOut, "slot "+p.name+" confirmed", "consumed", p.checkpointEnd(), "decant resync --pipeline "+p.name)
+	oneLineError(t, "consumed slot", errOut, "slot "+p.name+" confirmed", "consumed", p.checkpointEnd(), "decant drop --pipeline "+p.name)
 	if took := time.Since(start); took > 20*time.Second {
 		t.Errorf("run on a consumed slot took %s to give up", took)
 	}

@@ -12,7 +12,7 @@ import (
 
 // Slot safety: decant never streams over a gap. Whatever happened to the
 // slot (dropped, made again, invalidated), run stops with exit code 3
-// and one line naming the slot, the positions and decant resync.
+// and one line naming the slot, the positions and how to rebuild.
 
 // TestSlotDropped: the slot was dropped while decant was stopped; run
 // refuses, and the source's timeline, unchanged since the one recorded
@@ -32,7 +32,7 @@ func TestSlotDropped(t *testing.T) {
 		t.Errorf("run on a dropped slot: exit %d, want 3", code)
 	}
 	oneLineError(t, "dropped slot", errOut, "slot "+p.name+" does not exist", "checkpoint is "+p.checkpointEnd(),
-		"recorded on timeline 1", "still on timeline 1", "likely dropped", "decant resync --pipeline "+p.name)
+		"recorded on timeline 1", "still on timeline 1", "likely dropped", "decant drop --pipeline "+p.name)
 }
 
 // TestSlotRecreatedWhileRunning: someone ends the running decant's
@@ -62,7 +62,7 @@ INSERT INTO load (client, v) VALUES (2, 'after the new slot');`)
 	if code := exitCode(a.err); code != 3 {
 		t.Errorf("run on a slot made again: exit %d (%v), want 3\n%s", code, a.err, a.stderr.String())
 	}
-	oneLineError(t, "slot made again", a.stderr.String(), "slot "+p.name+" confirmed", "but the target's checkpoint is", "decant resync --pipeline "+p.name)
+	oneLineError(t, "slot made again", a.stderr.String(), "slot "+p.name+" confirmed", "but the target's checkpoint is", "decant drop --pipeline "+p.name)
 }
 
 // TestSlotInvalidated: on a source that keeps at most 16 MB of WAL for a
@@ -114,7 +114,7 @@ func TestSlotInvalidated(t *testing.T) {
 	if code != 3 {
 		t.Errorf("run on an invalidated slot: exit %d, want 3", code)
 	}
-	oneLineError(t, "invalidated slot", errOut, "slot "+p.name+" was invalidated", "wal_status lost", "checkpoint is "+p.checkpointEnd(), "decant resync --pipeline "+p.name)
+	oneLineError(t, "invalidated slot", errOut, "slot "+p.name+" was invalidated", "wal_status lost", "checkpoint is "+p.checkpointEnd(), "decant drop --pipeline "+p.name)
 }
 
 // exitCode is the exit code of a finished command's error (0 for nil).

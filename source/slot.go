@@ -29,9 +29,10 @@ func (e *SlotBusyError) Retryable() bool { return true }
 // ResyncAdvice is how to recover once the slot can no longer stream what
 // the target lacks (consumed past the checkpoint, dropped, invalidated):
 // the transactions in between cannot be streamed again, so the target is
-// repaired against a new slot's snapshot instead of rebuilt from nothing.
+// rebuilt from a new slot's snapshot. (A repair in place that copies only
+// what differs, decant resync, is planned; this names it once it exists.)
 func ResyncAdvice(pipeline string) string {
-	return fmt.Sprintf("run decant resync --pipeline %s to repair the target from a new slot", pipeline)
+	return fmt.Sprintf("rebuild the target from a new slot: decant drop --pipeline %s, then decant init --pipeline %s --copy", pipeline, pipeline)
 }
 
 // SlotAheadError says that the slot's confirmed position is past the
