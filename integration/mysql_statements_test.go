@@ -650,11 +650,22 @@ const (
 )
 
 // myCheckpoint is the checkpoint update for the given values, as the
-// driver interpolates it.
+// driver interpolates it (the arguments are the ones the Target passes,
+// so a new checkpoint column needs no change here).
 func myCheckpoint(commit, end source.LSN, xid uint32, at time.Time, partialCommit source.LSN, partialSeq int) string {
-	return collapseSQL(fmt.Sprintf(strings.ReplaceAll(checkpoint.MySQLAdvance, "?", "%s"),
-		fmt.Sprint(uint64(commit)), fmt.Sprint(uint64(end)), fmt.Sprint(xid), "'"+at.Format("2006-01-02 15:04:05.999999")+"'", "NULL",
-		fmt.Sprint(uint64(partialCommit)), fmt.Sprint(partialSeq), "0", "'p'", fmt.Sprint(uint64(end)), "0"))
+	row := checkpoint.Row{Pipeline: "p", Commit: commit, End: end, Xid: xid, CommitTime: at, PartialCommit: partialCommit, PartialSeq: partialSeq}
+	var lits []any
+	for _, a := range row.MySQLAdvanceArgs() {
+		switch a := a.(type) {
+		case nil:
+			lits = append(lits, "NULL")
+		case string:
+			lits = append(lits, "'"+a+"'")
+		default:
+			lits = append(lits, fmt.Sprint(a))
+		}
+	}
+	return collapseSQL(fmt.Sprintf(strings.ReplaceAll(checkpoint.MySQLAdvance, "?", "%s"), lits...))
 }
 
 // myWrites is a trace from its first write (the first START TRANSACTION,
