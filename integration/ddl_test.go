@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -102,6 +103,7 @@ func writers(t *testing.T, dsn string) {
 		go func(c int) {
 			defer wg.Done()
 			conn := connect(t, dsn)
+			defer conn.Close(context.Background()) // one step of many: do not keep it to the test's end
 			for i := 0; i < 5; i++ {
 				conn.Exec(t.Context(), `INSERT INTO marker (xid) VALUES ($1)`, fmt.Sprintf("client %d row %d", c, i))
 			}

@@ -264,10 +264,17 @@ func (p *pair) assertEqual() {
 	}
 }
 
-// queryValue runs a query returning one value, as text.
+// queryValue runs a query returning one value, as text. The session is
+// closed at once, not at the test's end: tests poll with
+// it (waitFor), and a session kept per poll filled the shared servers'
+// max_connections.
 func queryValue(t testing.TB, dsn, sql string) string {
 	t.Helper()
-	c := connect(t, dsn)
+	c, err := compare.Connect(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
 	var v string
 	if err := c.QueryRow(t.Context(), sql).Scan(&v); err != nil {
 		t.Fatalf("%s: %v", sql, err)
