@@ -2,6 +2,7 @@ package apply
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -137,11 +138,55 @@ func (n *Net[P]) TableOf(name source.TableName) *NetTable[P] {
 	return n.byTarget[name]
 }
 
-// Sent takes table t's part out of the window once the writer sent it,
-// and leaves the other tables' parts: a change that cannot be folded
-// needs only its own table's earlier changes before it, where the target
-// checks nothing between tables (mapping.NetMode).
-func (n *Net[P]) Sent(t *NetTable[P]) {
+// NetWriter is a target writer as the window sends through it: the
+// writer's own queue (a run of inserts gathered outside the window) goes
+// first, then each table's part as set-based statements.
+type NetWriter[P comparable] interface {
+	FlushQueued(ctx context.Context) error
+	WriteNet(ctx context.Context, t *NetTable[P]) error
+}
+
+// Send writes the window through w, table by table in the order of their
+// first change, and empties it, whether writing worked or not.
+func (n *Net[P]) Send(ctx context.Context, w NetWriter[P]) error {
+	if n.Empty() {
+		return nil
+	}
+	defer n.Reset()
+	if err := w.FlushQueued(ctx); err != nil {
+		return err
+	}
+	for _, t := range n.tables {
+		if err := w.WriteNet(ctx, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SendTable writes only target table name's part of the window through
+// w, when it has one, and takes it out of the window; the other tables'
+// parts stay: a change that cannot be folded needs only its own table's
+// earlier changes before it, where the target checks nothing between
+// tables (mapping.NetMode). A failed write empties the whole window.
+func (n *Net[P]) SendTable(ctx context.Context, name source.TableName, w NetWriter[P]) error {
+	t := n.byTarget[name]
+	if t == nil {
+		return nil
+	}
+	if err := w.FlushQueued(ctx); err != nil {
+		return err
+	}
+	if err := w.WriteNet(ctx, t); err != nil {
+		n.Reset()
+		return err
+	}
+	n.sent(t)
+	return nil
+}
+
+// sent takes table t's part out of the window once it was written.
+func (n *Net[P]) sent(t *NetTable[P]) {
 	if !t.used {
 		return
 	}

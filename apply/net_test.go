@@ -339,7 +339,7 @@ func TestNetSent(t *testing.T) {
 	if n.TableOf(source.TableName{Schema: "public", Name: "c"}) != nil {
 		t.Error("a table without changes has a part")
 	}
-	n.Sent(n.TableOf(a.Target))
+	n.sent(n.TableOf(a.Target))
 	if got := show(&n); got != "insert 2,x,y" {
 		t.Errorf("window after sending a: %q", got)
 	}
@@ -347,8 +347,8 @@ func TestNetSent(t *testing.T) {
 		t.Error("a is still in the window, or b is not")
 	}
 	n.Add("a", a, &source.Txn{}, change(a, "I 1,x,y"))
-	n.Sent(n.TableOf(b.Target))
-	n.Sent(n.TableOf(a.Target))
+	n.sent(n.TableOf(b.Target))
+	n.sent(n.TableOf(a.Target))
 	if !n.Empty() || len(n.Tables()) != 0 {
 		t.Errorf("window not empty after sending every part: %q", show(&n))
 	}
@@ -364,7 +364,7 @@ func TestNetOnePlanPerTable(t *testing.T) {
 	if n.Add("a2", a2, &source.Txn{}, change(a2, "U 1,y,-")) {
 		t.Fatal("took a change of the same table under another relation")
 	}
-	n.Sent(n.TableOf(a.Target))
+	n.sent(n.TableOf(a.Target))
 	if !n.Add("a2", a2, &source.Txn{}, change(a2, "U 1,y,-")) {
 		t.Error("refused the other relation once the first's part was sent")
 	}

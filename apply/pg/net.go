@@ -23,40 +23,24 @@ import (
 // change, its deletes, then its updates, then its inserts. Keys are
 // distinct within a table's window and the key is the table's only unique
 // constraint (mapping.NetCompact), so no order among them can fail.
-func (t *Target) sendNet(ctx context.Context) error {
-	if t.net.Empty() {
-		return nil
-	}
-	defer t.net.Reset()
-	if err := t.endRun(ctx); err != nil {
-		return err
-	}
-	for _, nt := range t.net.Tables() {
-		if err := t.sendNetTable(ctx, nt); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (t *Target) sendNet(ctx context.Context) error { return t.net.Send(ctx, netWriter{t}) }
 
 // sendNetOf writes the part of the window of p's target table (under p,
 // or another relation of the same table), before a change of p that the
 // window did not take (mapping.NetMode: nothing between tables needs the
 // rest first).
 func (t *Target) sendNetOf(ctx context.Context, p *plan) error {
-	nt := t.net.TableOf(p.Target)
-	if nt == nil {
-		return nil
-	}
-	if err := t.endRun(ctx); err != nil {
-		return err
-	}
-	if err := t.sendNetTable(ctx, nt); err != nil {
-		t.net.Reset()
-		return err
-	}
-	t.net.Sent(nt)
-	return nil
+	return t.net.SendTable(ctx, p.Target, netWriter{t})
+}
+
+// netWriter is the Target as the window writes through it.
+type netWriter struct{ t *Target }
+
+// FlushQueued ends the COPY run gathered outside the window.
+func (w netWriter) FlushQueued(ctx context.Context) error { return w.t.endRun(ctx) }
+
+func (w netWriter) WriteNet(ctx context.Context, nt *apply.NetTable[*plan]) error {
+	return w.t.sendNetTable(ctx, nt)
 }
 
 func (t *Target) sendNetTable(ctx context.Context, nt *apply.NetTable[*plan]) error {
