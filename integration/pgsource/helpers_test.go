@@ -8,6 +8,7 @@ package pgsource
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -17,20 +18,15 @@ import (
 	"github.com/decant/decant/source"
 )
 
-// itemsMessage is a DDL message as the capture function emits it; the
-// unit tests of source/pgoutput pin what ParseDDLMessage makes of it.
-const itemsMessage = `{"pipeline": "orders", "tag": "ALTER TABLE", "statement": "ALTER TABLE app.items ADD note text", "search_path": "\"$user\", public",
- "tables": [{"oid": 16390, "schema": "app", "name": "items",
-   "columns": [
-     {"attnum": 1, "name": "id", "type_oid": 23, "typmod": -1, "sql_type": "integer", "not_null": true, "default": "", "identity": "d", "generated": ""},
-     {"attnum": 3, "name": "mood", "type_oid": 16400, "typmod": -1, "sql_type": "app.mood", "not_null": false, "default": "'ok'::app.mood", "identity": "", "generated": ""},
-     {"attnum": 4, "name": "code", "type_oid": 1043, "typmod": 24, "sql_type": "character varying(20)", "not_null": false, "default": "", "identity": "a", "generated": ""},
-     {"attnum": 5, "name": "total", "type_oid": 1700, "typmod": -1, "sql_type": "numeric", "not_null": false, "default": "", "identity": "", "generated": "(id * 2)", "future": 1}],
-   "primary_key": ["id"],
-   "uniques": [{"name": "items_code_key", "columns": ["code"], "expr": ""},
-               {"name": "items_lower_idx", "columns": [], "expr": "CREATE UNIQUE INDEX items_lower_idx ON app.items USING btree (lower(code))"}],
-   "indexes": []}],
- "dropped": [{"oid": 16500, "schema": "app", "name": "old"}]}`
+// itemsMessage is a DDL message as the capture function emits it, the
+// one the unit tests of source/pgoutput pin what ParseDDLMessage makes of.
+var itemsMessage = func() string {
+	b, err := os.ReadFile("../../source/pgoutput/testdata/ddl_items.json")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
 
 // execer is a *pgx.Conn or a pgx.Tx.
 type execer interface {

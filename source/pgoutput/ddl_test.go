@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,19 +13,19 @@ import (
 	"github.com/decant/decant/source"
 )
 
-// A message as the capture function emits it, and what it decodes to.
-const itemsMessage = `{"pipeline": "orders", "tag": "ALTER TABLE", "statement": "ALTER TABLE app.items ADD note text", "search_path": "\"$user\", public",
- "tables": [{"oid": 16390, "schema": "app", "name": "items",
-   "columns": [
-     {"attnum": 1, "name": "id", "type_oid": 23, "typmod": -1, "sql_type": "integer", "not_null": true, "default": "", "identity": "d", "generated": ""},
-     {"attnum": 3, "name": "mood", "type_oid": 16400, "typmod": -1, "sql_type": "app.mood", "not_null": false, "default": "'ok'::app.mood", "identity": "", "generated": ""},
-     {"attnum": 4, "name": "code", "type_oid": 1043, "typmod": 24, "sql_type": "character varying(20)", "not_null": false, "default": "", "identity": "a", "generated": ""},
-     {"attnum": 5, "name": "total", "type_oid": 1700, "typmod": -1, "sql_type": "numeric", "not_null": false, "default": "", "identity": "", "generated": "(id * 2)", "future": 1}],
-   "primary_key": ["id"],
-   "uniques": [{"name": "items_code_key", "columns": ["code"], "expr": ""},
-               {"name": "items_lower_idx", "columns": [], "expr": "CREATE UNIQUE INDEX items_lower_idx ON app.items USING btree (lower(code))"}],
-   "indexes": []}],
- "dropped": [{"oid": 16500, "schema": "app", "name": "old"}]}`
+// A message as the capture function emits it (testdata/ddl_items.json,
+// which integration/pgsource sends through a real walsender), and what it
+// decodes to.
+var itemsMessage = readTestdata("ddl_items.json")
+
+// readTestdata is the text of a file in testdata.
+func readTestdata(name string) string {
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
 
 var itemsDDL = &source.DDL{
 	Tag: "ALTER TABLE", Statement: "ALTER TABLE app.items ADD note text", SearchPath: `"$user", public`,
