@@ -496,6 +496,12 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 			}
 			continue
 		case <-readDone:
+			if len(ch) > 0 {
+				// Apply what the reader handed over before it ended
+				// (select picks at random among ready cases): its
+				// complete transactions need not be read again.
+				continue
+			}
 			p.rollback(ctx, &g)
 			return errReaderDone
 		case err := <-f.slotErr:
