@@ -48,9 +48,14 @@ type Config struct {
 	// slot while streaming: the state read and the error that stops the
 	// pipeline (nil when the slot is fine, the state's zero value when it
 	// could not be read). It is where metrics and notifications hook in;
-	// it runs on the checking goroutine and must not block.
+	// it runs on the checking goroutine and must not block. Observer
+	// hears the same (SlotChecked) and more.
 	OnSlotCheck func(source.SlotState, error)
-	Logger      *slog.Logger
+	// Observer, when set, hears sessions, commits, positions and slot
+	// checks (observe.go); it must never block. Observers fans out to
+	// several.
+	Observer Observer
+	Logger   *slog.Logger
 }
 
 // maxBackoff bounds the wait between two sessions that failed in a row.
@@ -62,6 +67,7 @@ type Pipeline struct {
 	src      Source
 	tgt      Target
 	log      *slog.Logger
+	obs      Observer
 	acked    atomic.Uint64 // end position of the last target commit
 	ackedCSN atomic.Uint64 // and its commit CSN (CSN-ordered sources)
 	// commits counts target commits; only Run's goroutine (sessions and
@@ -74,6 +80,9 @@ type Pipeline struct {
 	unflushed []unflushed
 	flushSeen time.Time
 	applied   checkpoint.Row // the last checkpoint committed (or read at a session's start)
+	// queue is the session's chunk channel, whose length tells a commit
+	// whether a backlog waits (Commit.Backlog); nil between sessions.
+	queue <-chan source.Chunk
 }
 
 // unflushed is a checkpoint committed on the target and a position in the
@@ -120,7 +129,7 @@ func New(cfg Config, src Source, tgt Target) *Pipeline {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Pipeline{cfg: cfg, src: src, tgt: tgt, log: log}
+	p := &Pipeline{cfg: cfg, src: src, tgt: tgt, log: log, obs: observer(cfg)}
 	if d, ok := tgt.(DurableTarget); ok {
 		p.durable = d
 	}
@@ -137,6 +146,15 @@ func (p *Pipeline) AckedCSN() uint64 { return p.ackedCSN.Load() }
 func (p *Pipeline) ack(cp checkpoint.Row) {
 	p.ackedCSN.Store(cp.CSN)
 	p.acked.Store(uint64(cp.Resume()))
+	p.obs.Acked(cp.Resume())
+}
+
+// committed records that the target committed cp, as c (its checkpoint
+// and Backlog filled in here), and tells the Observer.
+func (p *Pipeline) committedAs(cp checkpoint.Row, c Commit) {
+	p.committed(cp)
+	c.Checkpoint, c.Backlog = cp, len(p.queue) > 0
+	p.obs.Committed(c)
 }
 
 // committed records that the target committed cp. Only what the target
@@ -245,27 +263,31 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	backoff := p.cfg.Backoff
 	for {
 		began, commits := time.Now(), p.commits
-		err := p.recheckSlot(ctx, p.session(ctx, &stopAt, &started))
+		connected := false
+		err := p.recheckSlot(ctx, p.session(ctx, &stopAt, &started, &connected))
 		if !slotBusy(err) {
 			busySince = time.Time{}
 		} else if busySince.IsZero() {
 			busySince = began
 		}
+		end := SessionEnd{Connected: connected}
 		switch {
 		case errors.Is(err, errCaughtUp):
+			p.obs.SessionEnded(end)
 			p.log.Info("caught up", "position", p.applied.Resume().String(), "flushed", p.Acked().String())
 			return nil
 		case ctx.Err() != nil:
+			p.obs.SessionEnded(end)
 			p.log.Info("stopped", "flushed", p.Acked().String())
 			return nil
 		case !Transient(err):
-			return err
+			return p.ended(end, err)
 		case !started:
 			// The very first connection failed: a wrong DSN, a server that
 			// is down. Say so instead of retrying in silence.
-			return err
+			return p.ended(end, err)
 		case !busySince.IsZero() && time.Since(busySince) > p.cfg.SlotWait:
-			return fmt.Errorf("%w (another decant run, or a session that has not yet noticed its client died, still uses the slot after %s; stop the other run)", err, p.cfg.SlotWait)
+			return p.ended(end, fmt.Errorf("%w (another decant run, or a session that has not yet noticed its client died, still uses the slot after %s; stop the other run)", err, p.cfg.SlotWait))
 		}
 		// A session that committed got through to source and target
 		// alike: the fault that ended it is the first of a new series, not
@@ -283,6 +305,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			// notices its client died: look again soon.
 			wait = 250 * time.Millisecond
 		}
+		p.obs.SessionEnded(SessionEnd{Err: err, Class: ClassTransient, Retry: true, Wait: wait, Connected: connected})
 		p.log.Warn("replication interrupted; resuming from the checkpoint", "error", err.Error(), "retry_in", wait.String())
 		p.tgt.Close(ctx)
 		select {
@@ -297,8 +320,16 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 }
 
-// session runs reader and applier once, from the target's checkpoint.
-func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started *bool) error {
+// ended tells the Observer that err stops the pipeline, and returns it.
+func (p *Pipeline) ended(end SessionEnd, err error) error {
+	end.Err, end.Class = err, Classify(err)
+	p.obs.SessionEnded(end)
+	return err
+}
+
+// session runs reader and applier once, from the target's checkpoint;
+// connected is set once it reached both ends.
+func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started, connected *bool) error {
 	srv, err := p.src.Identify(ctx)
 	if err != nil {
 		return err
@@ -318,6 +349,8 @@ func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started *boo
 	if err := p.opened(ctx, cp); err != nil {
 		return err
 	}
+	*connected = true
+	p.obs.SessionStarted(cp, srv.WALEnd)
 	if p.cfg.CatchUp && cp.End >= *stopAt {
 		// Nothing to stream, but a slot that cannot stream what comes
 		// next is said now, not at the next run.
@@ -339,6 +372,7 @@ func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started *boo
 		readErr = p.src.Stream(rctx, source.StreamRequest{
 			Start: cp.Resume(), SystemID: cp.SystemID, Acked: p.Acked,
 			StartCSN: cp.CSN, AckedCSN: p.AckedCSN, Timeline: cp.Timeline,
+			WALEnd: p.obs.SourceEnd,
 		}, ch)
 	}()
 	slotErr, watched := p.watchSlot(rctx, cp, srv.Timeline)
@@ -349,7 +383,9 @@ func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started *boo
 	if srv.Timeline != 0 {
 		want.Timeline = srv.Timeline
 	}
+	p.queue = ch
 	err = p.applyLoop(ctx, cp, want, *stopAt, feed{chunks: ch, readDone: readDone, slotErr: slotErr})
+	p.queue = nil
 	if errors.Is(err, errCaughtUp) || ctx.Err() != nil {
 		p.settle(ctx)
 	}
@@ -424,6 +460,8 @@ type group struct {
 	cp    checkpoint.Row // checkpoint once everything received is committed
 	txns  int
 	begun time.Time
+	tally Tally       // the changes applied in it since the last commit
+	told  int         // of txns, those a partial commit (CommitPartial) reported
 	txn   *source.Txn // the source transaction being applied
 	seq   int         // how many of its changes are applied (or were before a restart)
 	// midTxn: txn's last chunk, the one with its commit, is still to come.
@@ -453,6 +491,8 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 	poll := time.NewTimer(time.Hour)
 	poll.Stop()
 	defer poll.Stop()
+	beat := time.NewTicker(BeatInterval)
+	defer beat.Stop()
 	deferred := false
 	// write commits the group with its checkpoint.
 	write := func() error {
@@ -480,6 +520,9 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 		}
 		select {
 		case c = <-ch:
+		case now := <-beat.C:
+			p.obs.Beat(now)
+			continue
 		case <-unflushed:
 			if err := p.pollFlushed(ctx); err != nil {
 				p.rollback(ctx, &g)
@@ -531,10 +574,14 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 			continue
 		}
 		if c.Txn == nil { // idle mark
+			p.obs.SourceEnd(c.End)
 			g.cp.End, g.cp.Hold = max(g.cp.End, c.End), c.Hold
 		} else {
 			if stored.Applied(c.Txn) {
 				continue // replayed after a restart: already on the target
+			}
+			if g.txn != c.Txn {
+				p.obs.Received(c.Txn)
 			}
 			if err := p.applyChunk(ctx, &g, &stored, c); err != nil {
 				p.rollback(ctx, &g)
@@ -544,6 +591,7 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 			if !c.Commit {
 				continue
 			}
+			p.obs.SourceEnd(c.End)
 			g.cp = g.cp.After(c.Txn, c.End)
 			g.cp.Hold = c.Hold
 			g.txns++
@@ -569,12 +617,14 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 
 // commit commits the group with its checkpoint and starts the next one.
 func (p *Pipeline) commit(ctx context.Context, g *group, stored *checkpoint.Row) error {
+	began := time.Now()
 	if err := p.tgt.Commit(ctx, g.cp); err != nil {
 		return err
 	}
+	took := time.Since(began)
 	p.log.Debug("committed", "txns", g.txns, "end", g.cp.End.String())
 	*stored = g.cp
-	p.committed(*stored)
+	p.committedAs(*stored, Commit{Txns: g.txns - g.told, Changes: g.tally, Duration: took})
 	*g = group{cp: *stored}
 	return nil
 }
@@ -595,6 +645,10 @@ func (p *Pipeline) applyChunk(ctx context.Context, g *group, stored *checkpoint.
 		changes, g.seq = changes[n:], g.seq+n
 	}
 	splitter, splits := p.tgt.(DDLCommitter)
+	bytes := c.Bytes
+	if len(changes) < len(c.Changes) {
+		bytes = 0 // part of the chunk: estimated from what is applied
+	}
 	for len(changes) > 0 {
 		n := len(changes)
 		if splits {
@@ -606,20 +660,27 @@ func (p *Pipeline) applyChunk(ctx context.Context, g *group, stored *checkpoint.
 			if err := p.applyChanges(ctx, g, c.Txn, changes[:n]); err != nil {
 				return err
 			}
+			if n < len(changes) {
+				bytes = 0
+			}
+			g.tally.add(changes[:n], bytes)
 			changes, g.seq = changes[n:], g.seq+n
 			continue
 		}
 		// changes[0] is a schema change on a target that commits DDL alone.
+		began := time.Now()
 		if err := splitter.CommitPartial(ctx, g.cp, c.Txn, g.seq); err != nil {
 			return err
 		}
 		*stored = g.cp
 		stored.PartialCommit, stored.PartialSeq = c.Txn.Commit, g.seq
-		p.committed(*stored)
-		g.open = false
+		p.committedAs(*stored, Commit{Txns: g.txns - g.told, Changes: g.tally, Duration: time.Since(began)})
+		g.open, g.told, g.tally = false, g.txns, Tally{}
 		if err := p.applyChanges(ctx, g, c.Txn, changes[:1]); err != nil {
 			return err
 		}
+		g.tally.add(changes[:1], 0)
+		bytes = 0
 		changes, g.seq = changes[1:], g.seq+1
 	}
 	return nil
@@ -745,9 +806,10 @@ func (p *Pipeline) checkSlotOnce(ctx context.Context, cp checkpoint.Row) error {
 	return st.Check(source.Held{Pipeline: cp.Pipeline, Start: cp.Resume(), StartCSN: cp.CSN, Timeline: cp.Timeline})
 }
 
-// heard tells OnSlotCheck, when set, the outcome of a check.
+// heard tells the Observer (and OnSlotCheck) the outcome of a check.
 func (p *Pipeline) heard(st source.SlotState, err error) {
-	if p.cfg.OnSlotCheck != nil {
-		p.cfg.OnSlotCheck(st, err)
+	if st.WALEnd != 0 {
+		p.obs.SourceEnd(st.WALEnd)
 	}
+	p.obs.SlotChecked(st, err)
 }

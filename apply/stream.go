@@ -35,11 +35,12 @@ type streaming struct {
 	// already gone). Only its commit position tells, so until then a
 	// permanent failure waits for the commit in failed.
 	replayEnd source.LSN
-	failed    map[uint32]error // by xid
+	failed    map[uint32]error  // by xid
+	tallies   map[uint32]*Tally // the changes handed over, by xid
 }
 
 func newStreaming(cp checkpoint.Row) *streaming {
-	s := &streaming{failed: map[uint32]error{}}
+	s := &streaming{failed: map[uint32]error{}, tallies: map[uint32]*Tally{}}
 	if cp.Resume() < cp.End {
 		s.replayEnd = cp.End
 	}
@@ -58,6 +59,18 @@ func (s *streaming) passed(c source.Chunk) {
 	}
 }
 
+// tally is what was handed over of streamed transaction xid. A
+// subtransaction rolled back stays counted: its changes were applied, then
+// undone.
+func (s *streaming) tally(xid uint32) *Tally {
+	t := s.tallies[xid]
+	if t == nil {
+		t = &Tally{}
+		s.tallies[xid] = t
+	}
+	return t
+}
+
 // applyStreamed handles a chunk of a streamed transaction: changes, then
 // an abort or the commit. It reports whether the target committed (the
 // group, or the streamed transaction).
@@ -73,7 +86,9 @@ func (p *Pipeline) applyStreamed(ctx context.Context, g *group, stored *checkpoi
 		if wrote, err = p.commitGroup(ctx, g, stored); err != nil {
 			return false, err
 		}
-		if err := streamApply(ctx, st, c); err != nil {
+		if err := streamApply(ctx, st, c); err == nil {
+			ss.tally(xid).add(c.Changes, c.Bytes)
+		} else {
 			if ss.replayEnd == 0 || Transient(err) {
 				return wrote, err
 			}
@@ -89,6 +104,7 @@ func (p *Pipeline) applyStreamed(ctx context.Context, g *group, stored *checkpoi
 	switch {
 	case c.Abort && c.Sub == 0:
 		delete(ss.failed, xid)
+		delete(ss.tallies, xid)
 		p.log.Debug("streamed transaction rolled back", "xid", xid)
 		err = st.StreamAbort(ctx, xid, 0)
 	case c.Abort:
@@ -123,6 +139,8 @@ func (p *Pipeline) streamCommit(ctx context.Context, st StreamTarget, g *group, 
 	}
 	failed := ss.failed[xid]
 	delete(ss.failed, xid)
+	tally := ss.tally(xid)
+	delete(ss.tallies, xid)
 	if stored.Applied(c.Txn) {
 		// Streamed again after a restart: the target has it. Only the
 		// resume position may move.
@@ -135,12 +153,15 @@ func (p *Pipeline) streamCommit(ctx context.Context, st StreamTarget, g *group, 
 	}
 	cp := g.cp.After(c.Txn, c.End)
 	cp.Hold = c.Hold
+	p.obs.Received(c.Txn)
+	p.obs.SourceEnd(c.End)
+	began := time.Now()
 	if err := st.StreamCommit(ctx, xid, cp); err != nil {
 		return wrote, err
 	}
 	p.log.Debug("committed streamed transaction", "xid", xid, "end", cp.End.String())
 	*stored = cp
-	p.committed(cp)
+	p.committedAs(cp, Commit{Txns: 1, Changes: *tally, Duration: time.Since(began)})
 	*g = group{cp: cp}
 	return true, nil
 }

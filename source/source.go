@@ -165,6 +165,9 @@ type Chunk struct {
 	// send again once confirmed. The checkpoint written with this chunk
 	// records it, and the source is never told more than Hold.
 	Hold LSN
+	// Bytes is the decoded size of Changes as the reader measured it
+	// while assembling the chunk, for metrics; 0 when it did not.
+	Bytes int
 }
 
 // Size estimates the memory a chunk holds, for bounding buffers.
@@ -212,4 +215,8 @@ type StreamRequest struct {
 	// Timeline is the source timeline recorded with the checkpoint (0:
 	// none), against which a reader explains a missing slot.
 	Timeline uint32
+	// WALEnd, when set, hears the end of the source's WAL whenever the
+	// source tells it (a keepalive), so that lag in bytes can be known
+	// while transactions are in flight; it must return at once.
+	WALEnd func(LSN)
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -30,6 +31,9 @@ type Spool struct {
 	// where it began.
 	Xid   uint32
 	Begin LSN
+	// Usage, when set, counts the spool's file in use with those of
+	// every spool sharing it, for metrics.
+	Usage *SpillUsage
 
 	mem      []Change
 	memBytes int
@@ -42,6 +46,25 @@ type Spool struct {
 	subs     map[uint32]int  // changes held per subtransaction (Change.Sub), when any is set
 	dropped  map[uint32]bool // subtransactions whose changes are void
 	nDropped int
+}
+
+// SpillUsage counts the spill files in use and the bytes they hold,
+// over every spool that shares it; safe to read from any goroutine.
+type SpillUsage struct {
+	bytes, files atomic.Int64
+}
+
+// Bytes is what the spill files in use hold.
+func (u *SpillUsage) Bytes() int64 { return u.bytes.Load() }
+
+// Files is how many spill files are in use.
+func (u *SpillUsage) Files() int64 { return u.files.Load() }
+
+func (u *SpillUsage) add(files, bytes int64) {
+	if u != nil {
+		u.files.Add(files)
+		u.bytes.Add(bytes)
+	}
 }
 
 // Budget is a memory allowance several spools share.
@@ -171,15 +194,18 @@ func SizeText(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// countingFile counts the bytes the spill file took.
+// countingFile counts the bytes the spill file took (once per buffer
+// of 64 KiB written, not per change).
 type countingFile struct {
-	f *os.File
-	n *int64
+	f     *os.File
+	n     *int64
+	usage *SpillUsage
 }
 
 func (c countingFile) Write(b []byte) (int, error) {
 	n, err := c.f.Write(b)
 	*c.n += int64(n)
+	c.usage.add(0, int64(n))
 	return n, err
 }
 
@@ -194,7 +220,8 @@ func (s *Spool) spill() error {
 		return fmt.Errorf("spill a large transaction to disk: %w", err)
 	}
 	s.file, s.written = f, 0
-	s.w = bufio.NewWriterSize(countingFile{f, &s.written}, 1<<16)
+	s.Usage.add(1, 0)
+	s.w = bufio.NewWriterSize(countingFile{f, &s.written, s.Usage}, 1<<16)
 	for i := range s.mem {
 		if err := s.encode(&s.mem[i]); err != nil {
 			return s.fail(err)
@@ -290,6 +317,7 @@ func (s *Spool) Reset() error {
 	}
 	name := s.file.Name()
 	s.file.Close()
+	s.Usage.add(-1, -s.written)
 	s.file, s.w, s.written = nil, nil, 0
 	if err := os.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove spill file: %w", err)

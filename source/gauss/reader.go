@@ -46,7 +46,9 @@ type Config struct {
 	// gives the connection up with a *source.TimeoutError; it also bounds
 	// setting the stream up and each other round trip. 0: no limit.
 	Timeout time.Duration
-	Logger  *slog.Logger
+	// Spill, when set, counts the spill file in use and its bytes.
+	Spill  *source.SpillUsage
+	Logger *slog.Logger
 }
 
 // Reader streams committed transactions from a GaussDB/openGauss slot.

@@ -42,7 +42,7 @@ func newStream(r *Reader, conn *pgconn.PgConn, req source.StreamRequest, out cha
 		r: r, conn: conn, req: req, out: out,
 		format:   r.Format(),
 		rels:     newRelations(),
-		spool:    &source.Spool{Dir: r.cfg.SpoolDir, Prefix: spillPrefix(r.cfg.Slot), Limit: r.cfg.MaxTxnMemory},
+		spool:    &source.Spool{Dir: r.cfg.SpoolDir, Prefix: spillPrefix(r.cfg.Slot), Limit: r.cfg.MaxTxnMemory, Usage: r.cfg.Spill},
 		lastData: time.Now(),
 	}
 }

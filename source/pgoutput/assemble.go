@@ -48,6 +48,7 @@ type heldTxn struct {
 type assembler struct {
 	immediate bool
 	budget    *source.Budget
+	usage     *source.SpillUsage // nil: not counted
 	dir       string
 	prefix    string
 
@@ -68,6 +69,7 @@ func newAssembler(cfg Config) *assembler {
 	return &assembler{
 		immediate: cfg.StreamApply == "immediate",
 		budget:    &source.Budget{Limit: cfg.MaxTxnMemory},
+		usage:     cfg.Spill,
 		dir:       cfg.SpillDir,
 		prefix:    spillPrefix(cfg.Slot),
 		streams:   map[uint32]*streamTxn{},
@@ -80,7 +82,7 @@ func newAssembler(cfg Config) *assembler {
 func spillPrefix(slot string) string { return "decant-" + slot + "-" }
 
 func (a *assembler) newSpool(xid uint32) *source.Spool {
-	return &source.Spool{Dir: a.dir, Prefix: a.prefix, Budget: a.budget, Xid: xid}
+	return &source.Spool{Dir: a.dir, Prefix: a.prefix, Budget: a.budget, Xid: xid, Usage: a.usage}
 }
 
 // close removes every spill file of the session.
@@ -133,7 +135,7 @@ func (s *stream) event(ctx context.Context, ev Event) error {
 		if s.r.log.Enabled(ctx, slog.LevelDebug) { // once per transaction: not even the positions' text without it
 			s.r.log.Debug("commit received", "xid", ev.Txn.Xid, "commit", ev.Txn.Commit.String(), "end", ev.End.String())
 		}
-		a.cur.Commit, a.cur.End = true, ev.End
+		a.cur.Commit, a.cur.End, a.cur.Bytes = true, ev.End, a.curBytes
 		if err := s.send(ctx, a.cur); err != nil {
 			return err
 		}
@@ -232,6 +234,7 @@ func (s *stream) change(ctx context.Context, ev Event) error {
 	a.curBytes += changeBytes(&ev.Change)
 	a.curTotal++
 	if len(a.cur.Changes) >= chunkChanges || a.curBytes >= chunkBytes {
+		a.cur.Bytes = a.curBytes
 		if err := s.send(ctx, a.cur); err != nil {
 			return err
 		}
@@ -245,7 +248,7 @@ func (s *stream) flushStream(ctx context.Context, st *streamTxn) error {
 	if len(st.cur) == 0 {
 		return nil
 	}
-	c := source.Chunk{Txn: st.txn, Changes: st.cur}
+	c := source.Chunk{Txn: st.txn, Changes: st.cur, Bytes: st.bytes}
 	st.cur, st.bytes = nil, 0
 	return s.send(ctx, c)
 }

@@ -51,7 +51,9 @@ type Config struct {
 	// checkpoint). Halfway through a silence the reader asks the server
 	// for a keepalive. It also bounds setting the stream up. 0: no limit.
 	Timeout time.Duration
-	Logger  *slog.Logger
+	// Spill, when set, counts the spill files in use and their bytes.
+	Spill  *source.SpillUsage
+	Logger *slog.Logger
 }
 
 // Validate checks the configuration without connecting.
@@ -182,6 +184,7 @@ func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<
 		conn:   conn,
 		out:    out,
 		acked:  req.Acked,
+		walEnd: req.WALEnd,
 		dec:    &Decoder{Pipeline: r.cfg.Pipeline, rels: map[uint32]*source.Relation{}, types: map[uint32]string{}},
 		asm:    newAssembler(r.cfg),
 		ticker: time.NewTicker(r.cfg.StatusInterval),
@@ -321,6 +324,7 @@ type stream struct {
 	conn     *pgconn.PgConn
 	out      chan<- source.Chunk
 	acked    func() source.LSN
+	walEnd   func(source.LSN) // nil: nobody listens
 	dec      *Decoder
 	asm      *assembler
 	ticker   *time.Ticker
@@ -497,6 +501,9 @@ func (s *stream) copyData(ctx context.Context, data []byte) error {
 			if err := s.maybeReport(ctx, true); err != nil {
 				return err
 			}
+		}
+		if s.walEnd != nil {
+			s.walEnd(source.LSN(k.ServerWALEnd))
 		}
 		s.idleMark(source.LSN(k.ServerWALEnd))
 		return nil
