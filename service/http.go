@@ -74,7 +74,7 @@ func Healthy(v Snapshot, p Probes, now time.Time) error {
 // lag_seconds is under MaxLag.
 func Ready(v Snapshot, p Probes) error {
 	switch {
-	case v.Copying:
+	case !v.Streaming && v.Copying:
 		return errors.New("not streaming: the initial copy is running")
 	case !v.Streaming && v.LastError != "":
 		return fmt.Errorf("not streaming: the last session ended with a %s error: %s", v.LastClass, v.LastError)

@@ -168,6 +168,10 @@ func TestReadyAndHealthy(t *testing.T) {
 			t.Errorf("%s answered %d %q, want %d with %q on one line", path, code, body, want, reason)
 		}
 	}
+	tbl := source.TableName{Schema: "public", Name: "t"}
+	st.Planned(tbl, 10, 100)
+	probe("/readyz", 503, "initial copy")
+	st.Done(tbl)
 	probe("/readyz", 503, "connecting")
 	probe("/healthz", 200, "ok")
 
@@ -192,10 +196,6 @@ func TestReadyAndHealthy(t *testing.T) {
 	if st.reconnects.Load() != 1 || st.errors[0].Load() != 1 {
 		t.Errorf("reconnects %d, transient errors %d; want 1 each", st.reconnects.Load(), st.errors[0].Load())
 	}
-
-	st.Planned(source.TableName{Schema: "public", Name: "t"}, 10, 100)
-	probe("/readyz", 503, "initial copy")
-	st.Done(source.TableName{Schema: "public", Name: "t"})
 	probe("/readyz", 200, "ok")
 }
 

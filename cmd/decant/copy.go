@@ -9,8 +9,7 @@ import (
 func migrateCmd() *cobra.Command {
 	var f flags
 	o := initOptions{copy: true}
-	var catchUp bool
-	var slotWait time.Duration
+	var ro runOptions
 	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "init --copy, then run: copy the tables as of a snapshot, then keep the target up to date",
@@ -23,11 +22,21 @@ or with --catch-up until the target has everything committed before the
 streaming began. Then check it with decant verify, and switch over with
 decant cutover.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, log, err := runInit(cmd, &f, o)
+			c, err := f.load(cmd)
 			if err != nil {
 				return err
 			}
-			return runPipeline(cmd.Context(), c, catchUp, slotWait, log)
+			log := logger(c)
+			// The endpoint serves the copy's progress too.
+			ob, err := startObserving(c, ro.service, log)
+			if err != nil {
+				return err
+			}
+			defer ob.stop(cmd.Context(), log)
+			if err := initLoaded(cmd, c, o, log, ob.state); err != nil {
+				return err
+			}
+			return runPipeline(cmd.Context(), c, ro, log, ob)
 		},
 	}
 	addInitFlags(cmd, &f, &o, false)
@@ -35,8 +44,9 @@ decant cutover.`,
 	addStreamFlags(cmd, &f)
 	addTimeoutFlags(cmd, &f)
 	addApplyFlags(cmd, &f)
-	cmd.Flags().BoolVar(&catchUp, "catch-up", false, "exit 0 once the target has what the source committed before streaming began")
-	cmd.Flags().DurationVar(&slotWait, "slot-wait", 60*time.Second, "how long to keep retrying while the slot is held by another session")
+	addServiceFlags(cmd, &ro.service)
+	cmd.Flags().BoolVar(&ro.catchUp, "catch-up", false, "exit 0 once the target has what the source committed before streaming began")
+	cmd.Flags().DurationVar(&ro.slotWait, "slot-wait", 60*time.Second, "how long to keep retrying while the slot is held by another session")
 	return cmd
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/decant/decant/apply/bulk"
 	"github.com/decant/decant/apply/migrate"
 	"github.com/decant/decant/checkpoint"
 )
@@ -94,13 +95,19 @@ func runInit(cmd *cobra.Command, f *flags, o initOptions) (config, *slog.Logger,
 	if err != nil {
 		return c, nil, err
 	}
+	log := logger(c)
+	return c, log, initLoaded(cmd, c, o, log, nil)
+}
+
+// initLoaded is runInit once the configuration is loaded; also, when
+// set, hears the copy's progress beside the bars and log lines.
+func initLoaded(cmd *cobra.Command, c config, o initOptions, log *slog.Logger, also bulk.Progress) error {
 	opts, err := o.options(cmd)
 	if err != nil {
-		return c, nil, err
+		return err
 	}
-	log := logger(c)
 	if opts.Copy {
-		opts.Progress = newCopyProgress(log)
+		opts.Progress = newCopyProgress(log, also)
 	}
 	initialize := migrate.Init
 	if c.gaussSource() {
@@ -108,10 +115,10 @@ func runInit(cmd *cobra.Command, f *flags, o initOptions) (config, *slog.Logger,
 	}
 	res, err := initialize(cmd.Context(), c.workflow(log), opts)
 	if err != nil {
-		return c, log, err
+		return err
 	}
 	printInit(c, res)
-	return c, log, nil
+	return nil
 }
 
 // printInit says what init did, in one line.

@@ -26,6 +26,9 @@ type copyProgress struct {
 	interval time.Duration
 	terminal bool // draw bars, on stderr
 
+	// also, when set, hears every call too (the metrics of the copy).
+	also bulk.Progress
+
 	mu     sync.Mutex
 	bars   *mpb.Progress // made with the first bar
 	tables map[source.TableName]*tableProgress
@@ -43,8 +46,8 @@ type tableProgress struct {
 	bar                     *mpb.Bar
 }
 
-func newCopyProgress(log *slog.Logger) *copyProgress {
-	p := &copyProgress{log: log, interval: 5 * time.Second, tables: map[source.TableName]*tableProgress{}}
+func newCopyProgress(log *slog.Logger, also bulk.Progress) *copyProgress {
+	p := &copyProgress{log: log, interval: 5 * time.Second, also: also, tables: map[source.TableName]*tableProgress{}}
 	// Bars need a terminal with a width (a pty nobody sized has none, and
 	// mpb would draw nothing there).
 	if w, _, err := term.GetSize(int(os.Stderr.Fd())); err == nil && w > 0 {
@@ -55,6 +58,9 @@ func newCopyProgress(log *slog.Logger) *copyProgress {
 
 // Planned registers a table with the source's size estimates.
 func (p *copyProgress) Planned(table source.TableName, rows, bytes int64) {
+	if p.also != nil {
+		p.also.Planned(table, rows, bytes)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if t := p.tables[table]; t != nil {
@@ -87,6 +93,9 @@ func (p *copyProgress) Planned(table source.TableName, rows, bytes int64) {
 // Copied adds what a worker copied. The bar is updated after the lock is
 // released: mpb renders from its own goroutine.
 func (p *copyProgress) Copied(table source.TableName, rows, bytes int64) {
+	if p.also != nil {
+		p.also.Copied(table, rows, bytes)
+	}
 	p.mu.Lock()
 	t := p.tables[table]
 	if t == nil {
@@ -123,6 +132,9 @@ func (p *copyProgress) Copied(table source.TableName, rows, bytes int64) {
 
 // Done marks a table copied.
 func (p *copyProgress) Done(table source.TableName) {
+	if p.also != nil {
+		p.also.Done(table)
+	}
 	p.mu.Lock()
 	t := p.tables[table]
 	var bytes int64

@@ -14,7 +14,7 @@ import (
 // interval while it copies, one when it is done, none with row values.
 func TestCopyProgressLogLines(t *testing.T) {
 	var buf bytes.Buffer
-	p := newCopyProgress(slog.New(slog.NewTextHandler(&buf, nil)))
+	p := newCopyProgress(slog.New(slog.NewTextHandler(&buf, nil)), nil)
 	p.terminal = false // as off a terminal
 	p.interval = 20 * time.Millisecond
 	big := source.TableName{Schema: "public", Name: "big"}

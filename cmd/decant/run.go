@@ -19,8 +19,7 @@ import (
 
 func runCmd() *cobra.Command {
 	var f flags
-	var catchUp bool
-	var slotWait, slotCheck time.Duration
+	var o runOptions
 	var cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -46,7 +45,7 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 			if err != nil {
 				return err
 			}
-			err = runPipelineChecking(cmd.Context(), c, catchUp, slotWait, slotCheck, logger(c))
+			err = runObserved(cmd.Context(), c, o, logger(c))
 			if perr := stop(); err == nil {
 				err = perr
 			}
@@ -62,11 +61,12 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 	addStreamFlags(cmd, &f)
 	addTimeoutFlags(cmd, &f)
 	addApplyFlags(cmd, &f)
-	cmd.Flags().BoolVar(&catchUp, "catch-up", false, "exit 0 once everything committed on the source before the start is applied")
-	cmd.Flags().DurationVar(&slotWait, "slot-wait", 60*time.Second, "how long to keep retrying while the slot is held by another session before giving up")
+	addServiceFlags(cmd, &o.service)
+	cmd.Flags().BoolVar(&o.catchUp, "catch-up", false, "exit 0 once everything committed on the source before the start is applied")
+	cmd.Flags().DurationVar(&o.slotWait, "slot-wait", 60*time.Second, "how long to keep retrying while the slot is held by another session before giving up")
 	// How often the slot is checked while streaming: hidden, for tests
 	// that cannot wait the 30 s default.
-	cmd.Flags().DurationVar(&slotCheck, "slot-check-interval", 30*time.Second, "how often to check the slot on a side connection while streaming")
+	cmd.Flags().DurationVar(&o.slotCheck, "slot-check-interval", 30*time.Second, "how often to check the slot on a side connection while streaming")
 	_ = cmd.Flags().MarkHidden("slot-check-interval") // fails only for an undefined flag
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (Go pprof format, for go tool pprof), completed when decant exits, on SIGINT or SIGTERM too")
 	return cmd
@@ -97,15 +97,29 @@ func startCPUProfile(path string) (stop func() error, err error) {
 	}, nil
 }
 
-// runPipeline streams and applies until ctx ends or, with catchUp, the
-// target has what the source committed before the start.
-func runPipeline(ctx context.Context, c config, catchUp bool, slotWait time.Duration, log *slog.Logger) error {
-	return runPipelineChecking(ctx, c, catchUp, slotWait, 0, log)
+// runOptions are run's and migrate's own flags.
+type runOptions struct {
+	catchUp   bool          // --catch-up
+	slotWait  time.Duration // --slot-wait
+	slotCheck time.Duration // --slot-check-interval (run only; 0: the pipeline's default)
+	service   serviceOptions
 }
 
-// runPipelineChecking is runPipeline checking the slot every slotCheck
-// while streaming (0: the pipeline's default).
-func runPipelineChecking(ctx context.Context, c config, catchUp bool, slotWait, slotCheck time.Duration, log *slog.Logger) error {
+// runObserved runs the pipeline with its state kept, served on
+// --http-addr and logged as the progress line.
+func runObserved(ctx context.Context, c config, o runOptions, log *slog.Logger) error {
+	ob, err := startObserving(c, o.service, log)
+	if err != nil {
+		return err
+	}
+	defer ob.stop(ctx, log)
+	return runPipeline(ctx, c, o, log, ob)
+}
+
+// runPipeline streams and applies until ctx ends or, with --catch-up,
+// the target has what the source committed before the start; ob hears
+// it all.
+func runPipeline(ctx context.Context, c config, o runOptions, log *slog.Logger, ob *observing) error {
 	limitMemory(c.memory)
 	if !c.gaussSource() {
 		if err := migrate.CopyFinished(ctx, c.workflow(log)); err != nil {
@@ -115,13 +129,13 @@ func runPipelineChecking(ctx context.Context, c config, catchUp bool, slotWait, 
 	var reader apply.Source
 	var err error
 	if c.gaussSource() {
-		reader, err = gaussReader(c, log)
+		reader, err = gaussReader(c, log, ob.spill)
 	} else {
 		reader, err = pgoutput.NewReader(pgoutput.Config{
 			DSN: c.Source, Slot: c.Pipeline, Publication: c.Pipeline, Pipeline: c.Pipeline, Logger: log,
 			DescribeTypes: c.mysqlTarget(),
 			MaxTxnMemory:  c.memory, SpillDir: c.SpillDir, StreamApply: c.StreamApply,
-			Timeout: c.sourceTimeout,
+			Timeout: c.sourceTimeout, Spill: ob.spill,
 		})
 	}
 	if err != nil {
@@ -131,7 +145,8 @@ func runPipelineChecking(ctx context.Context, c config, catchUp bool, slotWait, 
 	if err != nil {
 		return usageError{err}
 	}
-	p := apply.New(apply.Config{CatchUp: catchUp, SlotWait: slotWait, SlotCheck: slotCheck, Logger: log}, reader, target)
+	p := apply.New(apply.Config{CatchUp: o.catchUp, SlotWait: o.slotWait, SlotCheck: o.slotCheck, Observer: ob.state, Logger: log}, reader, target)
+	ob.streaming(ctx, log)
 	return p.Run(ctx)
 }
 

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/decant/decant/apply"
+	"github.com/decant/decant/service"
+	"github.com/decant/decant/source"
+)
+
+// serviceOptions are run's and migrate's flags for running as a service.
+type serviceOptions struct {
+	addr   string        // --http-addr
+	maxLag time.Duration // --ready-max-lag
+}
+
+func addServiceFlags(cmd *cobra.Command, o *serviceOptions) {
+	fs := cmd.Flags()
+	fs.StringVar(&o.addr, "http-addr", "", "serve /metrics (Prometheus), /healthz, /readyz and /status on this HOST:PORT (off when empty)")
+	fs.DurationVar(&o.maxLag, "ready-max-lag", time.Minute, "/readyz answers 503 while the lag in seconds is at or over this")
+}
+
+// observing is what a pipeline reports to while it runs: its state, the
+// HTTP endpoint when --http-addr asks for one, the progress line.
+type observing struct {
+	state        *service.State
+	spill        *source.SpillUsage
+	srv          *service.Server // nil without --http-addr
+	stopProgress func()
+}
+
+// startObserving keeps the pipeline's state and serves it on --http-addr,
+// from before anything streams (a migrate's copy included).
+func startObserving(c config, o serviceOptions, log *slog.Logger) (*observing, error) {
+	if o.maxLag <= 0 {
+		return nil, usagef("invalid --ready-max-lag %s: give a positive duration, like 1m", o.maxLag)
+	}
+	spill := &source.SpillUsage{}
+	ob := &observing{state: service.NewState(c.Pipeline, spill), spill: spill, stopProgress: func() {}}
+	if o.addr == "" {
+		return ob, nil
+	}
+	probes := service.Probes{MaxLag: o.maxLag, Stall: stallBound(c.targetTimeout)}
+	srv, err := service.Listen(o.addr, service.Handler(ob.state, service.NewRegistry(ob.state), probes), log)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	ob.srv = srv
+	return ob, nil
+}
+
+// stallBound is how long a streaming apply loop may go without turning
+// before /healthz calls it stuck: twice the longest target round trip
+// decant waits for (--target-timeout; its default when that is off).
+func stallBound(targetTimeout time.Duration) time.Duration {
+	if targetTimeout <= 0 {
+		targetTimeout = defaultTargetTimeout
+	}
+	return 2 * max(targetTimeout, 2*apply.BeatInterval)
+}
+
+// streaming starts the progress line, once the pipeline streams.
+func (o *observing) streaming(ctx context.Context, log *slog.Logger) {
+	o.stopProgress = service.StartProgress(ctx, o.state, log, service.ProgressInterval)
+}
+
+// stop logs the last progress line and stops the endpoint.
+func (o *observing) stop(ctx context.Context, log *slog.Logger) {
+	o.stopProgress()
+	if o.srv == nil {
+		return
+	}
+	if err := o.srv.Close(ctx); err != nil {
+		log.Warn("the HTTP endpoint did not stop cleanly", "error", err.Error())
+	}
+}
