@@ -12,7 +12,8 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/decant
 
-# deps installs the database servers the tests and the demo start
+# deps installs the database servers the tests and the demo start, and
+# promtool, which checks a scrape of /metrics in the tests
 # (throwaway instances; the system services are never touched).
 deps:
 	@scripts/deps.sh
