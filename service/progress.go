@@ -13,7 +13,8 @@ const ProgressInterval = 30 * time.Second
 // transactions and row changes applied since the line before, the lag,
 // the checkpoint's position and what the source was told is flushed.
 // stop ends it and logs the last line (what was applied since the line
-// before, up to the stop), then returns once it has.
+// before, up to the stop) when a session ever started, then returns once
+// it has.
 func StartProgress(ctx context.Context, st *State, log *slog.Logger, interval time.Duration) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -25,7 +26,9 @@ func StartProgress(ctx context.Context, st *State, log *slog.Logger, interval ti
 		for {
 			select {
 			case <-ctx.Done():
-				progressLine(log, "progress at stop", st.Snapshot(), &last)
+				if st.sessions.Load() > 0 { // a run that never connected has only its error to say
+					progressLine(log, "progress at stop", st.Snapshot(), &last)
+				}
 				return
 			case <-tick.C:
 				progressLine(log, "progress", st.Snapshot(), &last)

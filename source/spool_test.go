@@ -145,3 +145,39 @@ func TestSpoolBudgetDropSubAndDDL(t *testing.T) {
 		t.Errorf("after dropping in memory: len %d, used %d (was %d)", c.Len(), c.Budget.Used(), before)
 	}
 }
+
+// TestSpillUsage: spools sharing a SpillUsage count their files in use
+// and the bytes written to them, until each is reset.
+func TestSpillUsage(t *testing.T) {
+	dir := t.TempDir()
+	var u SpillUsage
+	rel := &Relation{Schema: "s", Name: "a"}
+	a := &Spool{Dir: dir, Prefix: "p-", Limit: 100, Usage: &u}
+	b := &Spool{Dir: dir, Prefix: "p-", Limit: 100, Usage: &u}
+	for _, s := range []*Spool{a, b} {
+		for i := 0; i < 50; i++ {
+			if err := s.Add(Change{Op: OpInsert, Rel: rel, New: []Value{{Kind: ValueText, Data: []byte("some row text")}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Replay flushes what the file's buffer holds.
+		if err := s.Replay(64, func([]Change) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if u.Files() != 2 || u.Bytes() != a.written+b.written || u.Bytes() == 0 {
+		t.Errorf("usage %d files %d bytes, want 2 files and %d bytes", u.Files(), u.Bytes(), a.written+b.written)
+	}
+	if err := a.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	if u.Files() != 1 || u.Bytes() != b.written {
+		t.Errorf("after one reset: %d files %d bytes, want 1 file and %d bytes", u.Files(), u.Bytes(), b.written)
+	}
+	if err := b.Reset(); err != nil {
+		t.Fatal(err)
+	}
+	if u.Files() != 0 || u.Bytes() != 0 {
+		t.Errorf("after both resets: %d files %d bytes, want none", u.Files(), u.Bytes())
+	}
+}
