@@ -154,6 +154,9 @@ func (s *stream) copyData(ctx context.Context, data []byte) error {
 				return err
 			}
 		}
+		if s.req.WALEnd != nil {
+			s.req.WALEnd(k.WALEnd) // at worst behind the source's WAL end: lag is not overstated
+		}
 		// In serial mode the keepalive's position is the end of what the
 		// decoder processed: with no transaction open, nothing commits
 		// below it unseen. In parallel mode it is the reader thread's
