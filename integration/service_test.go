@@ -83,7 +83,7 @@ func TestServiceEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := endpoint{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", port)}
-	a := p.start("--http-addr", fmt.Sprintf("127.0.0.1:%d", port), "--ready-max-lag", "30s")
+	a := p.start("--http-addr", fmt.Sprintf("127.0.0.1:%d", port), "--ready-max-lag", "30s", "--slot-check-interval", "200ms")
 	ready := func(want int) func() bool {
 		return func() bool { code, _ := e.get("/readyz"); return code == want || a.exited() }
 	}
@@ -101,7 +101,8 @@ func TestServiceEndpoint(t *testing.T) {
 	var body string
 	waitFor(t, 30*time.Second, func() bool {
 		after, body = e.metrics()
-		return after[series("decant_lag_bytes")] == 0 && after[series("decant_lag_seconds")] == 0
+		return after[series("decant_lag_bytes")] == 0 && after[series("decant_lag_seconds")] == 0 &&
+			after[series("decant_slot_check_timestamp_seconds")] > 0 // a slot check came by too
 	})
 	if after[series("decant_transactions_applied_total")] <= during[series("decant_transactions_applied_total")] ||
 		during[series("decant_transactions_applied_total")] == 0 {
@@ -116,6 +117,11 @@ func TestServiceEndpoint(t *testing.T) {
 		if after[series(name)] <= 0 {
 			t.Errorf("%s is %v after the workload, want it above 0", name, after[series(name)])
 		}
+	}
+	reserved := `decant_slot_wal_status{pipeline="` + p.name + `",status="reserved"}`
+	if after[reserved] != 1 || after[series("decant_slot_retained_wal_bytes")] <= 0 || after[series("decant_slot_check_timestamp_seconds")] <= 0 {
+		t.Errorf("slot metrics: wal_status reserved %v, retained %v, checked at %v; want 1 and both above 0",
+			after[reserved], after[series("decant_slot_retained_wal_bytes")], after[series("decant_slot_check_timestamp_seconds")])
 	}
 	if after[series("decant_streaming")] != 1 || after[series("decant_up")] != 1 {
 		t.Errorf("streaming %v, up %v; want 1 each", after[series("decant_streaming")], after[series("decant_up")])
