@@ -64,10 +64,10 @@ func (n *Notifier) ObserveSlot(slot, walStatus string) {
 	}
 }
 
-// CopyFinished reports that the initial copy of tables tables (rows
-// rows) ended after took.
-func (n *Notifier) CopyFinished(tables int, rows int64, took time.Duration) {
-	n.Send(Event{Kind: CopyFinished, Message: fmt.Sprintf("initial copy finished: %d table(s), %d row(s) in %s", tables, rows, took.Round(time.Second))})
+// CopyFinished reports that the initial copy of tables tables ended
+// after took; streaming starts next.
+func (n *Notifier) CopyFinished(tables int, took time.Duration) {
+	n.Send(Event{Kind: CopyFinished, Message: fmt.Sprintf("initial copy finished: %d table(s) in %s", tables, took.Round(time.Second))})
 }
 
 // Cutover reports cutover's verdict: safe, or not and why.
