@@ -201,8 +201,8 @@ func retryPolicy(ctx context.Context, resp *http.Response, err error) (bool, err
 // Retry-After the receiver sent on a 429 or 503 is kept as it is.
 func jitteredBackoff(minWait, maxWait time.Duration, attempt int, resp *http.Response) time.Duration {
 	d := retryablehttp.DefaultBackoff(minWait, maxWait, attempt, resp)
-	if resp != nil && resp.Header.Get("Retry-After") != "" {
-		return d
+	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) && resp.Header.Get("Retry-After") != "" {
+		return d // DefaultBackoff took the receiver's wait
 	}
 	if d <= 1 {
 		return d

@@ -526,3 +526,25 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	defer s.mu.Unlock()
 	return s.w.Write(p)
 }
+
+// The wait doubles up to the maximum, with jitter in its upper half; a
+// 429's Retry-After is kept.
+func TestBackoff(t *testing.T) {
+	spread := map[time.Duration]bool{}
+	for attempt, full := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 30 * time.Second, 30 * time.Second} {
+		for range 50 {
+			d := jitteredBackoff(time.Second, 30*time.Second, attempt, nil)
+			if d < full/2 || d > full {
+				t.Fatalf("attempt %d: %s, want between %s and %s", attempt, d, full/2, full)
+			}
+			spread[d] = true
+		}
+	}
+	if len(spread) < 100 {
+		t.Errorf("only %d distinct waits in 350: no jitter", len(spread))
+	}
+	resp := &http.Response{StatusCode: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {"7"}}}
+	if d := jitteredBackoff(time.Second, 30*time.Second, 0, resp); d != 7*time.Second {
+		t.Errorf("Retry-After 7: %s", d)
+	}
+}
