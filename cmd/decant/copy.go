@@ -1,13 +1,19 @@
 package main
 
 import (
+	"context"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/decant/decant/apply/migrate"
+	"github.com/decant/decant/notify"
 )
 
 func migrateCmd() *cobra.Command {
 	var f flags
+	var w webhookFlags
 	o := initOptions{copy: true}
 	var catchUp bool
 	var slotWait time.Duration
@@ -23,11 +29,18 @@ or with --catch-up until the target has everything committed before the
 streaming began. Then check it with decant verify, and switch over with
 decant cutover.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, log, err := runInit(cmd, &f, o)
+			c, opts, log, err := loadInit(cmd, &f, o)
 			if err != nil {
 				return err
 			}
-			return runPipeline(cmd.Context(), c, catchUp, slotWait, log)
+			n, err := startNotifier(cmd.Context(), c, w, log)
+			if err != nil {
+				return err
+			}
+			defer stopNotifier(cmd.Context(), n, log)
+			err = migrateAndRun(cmd.Context(), c, opts, n, catchUp, slotWait, log)
+			notifyStopped(n, err)
+			return err
 		},
 	}
 	addInitFlags(cmd, &f, &o, false)
@@ -35,9 +48,24 @@ decant cutover.`,
 	addStreamFlags(cmd, &f)
 	addTimeoutFlags(cmd, &f)
 	addApplyFlags(cmd, &f)
+	addWebhookFlags(cmd, &w)
 	cmd.Flags().BoolVar(&catchUp, "catch-up", false, "exit 0 once the target has what the source committed before streaming began")
 	cmd.Flags().DurationVar(&slotWait, "slot-wait", 60*time.Second, "how long to keep retrying while the slot is held by another session")
 	return cmd
+}
+
+// migrateAndRun is migrate's work: the copy, which migrate.Init always
+// runs under opts.Copy (copy_finished), then streaming.
+func migrateAndRun(ctx context.Context, c config, opts migrate.InitOptions, n *notify.Notifier, catchUp bool, slotWait time.Duration, log *slog.Logger) error {
+	began := time.Now()
+	res, err := initPipeline(ctx, c, opts, log)
+	if err != nil {
+		return err
+	}
+	if opts.Copy {
+		n.CopyFinished(res.Tables, time.Since(began))
+	}
+	return runPipeline(ctx, c, catchUp, slotWait, log)
 }
 
 // copyCmd is init --copy under the name a migration's first step goes by.

@@ -19,6 +19,7 @@ import (
 
 func runCmd() *cobra.Command {
 	var f flags
+	var w webhookFlags
 	var catchUp bool
 	var slotWait, slotCheck time.Duration
 	var cpuProfile string
@@ -42,11 +43,18 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 			// runtime does for one by default, a stack walk every 512 KiB
 			// allocated, is saved.
 			runtime.MemProfileRate = 0
+			log := logger(c)
+			n, err := startNotifier(cmd.Context(), c, w, log)
+			if err != nil {
+				return err
+			}
+			defer stopNotifier(cmd.Context(), n, log)
 			stop, err := startCPUProfile(cpuProfile)
 			if err != nil {
 				return err
 			}
-			err = runPipelineChecking(cmd.Context(), c, catchUp, slotWait, slotCheck, logger(c))
+			err = runPipelineChecking(cmd.Context(), c, catchUp, slotWait, slotCheck, log)
+			notifyStopped(n, err)
 			if perr := stop(); err == nil {
 				err = perr
 			}
@@ -62,6 +70,7 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 	addStreamFlags(cmd, &f)
 	addTimeoutFlags(cmd, &f)
 	addApplyFlags(cmd, &f)
+	addWebhookFlags(cmd, &w)
 	cmd.Flags().BoolVar(&catchUp, "catch-up", false, "exit 0 once everything committed on the source before the start is applied")
 	cmd.Flags().DurationVar(&slotWait, "slot-wait", 60*time.Second, "how long to keep retrying while the slot is held by another session before giving up")
 	// How often the slot is checked while streaming: hidden, for tests
