@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what decant's tests, demo and benchmarks need and the machine
 # lacks: PostgreSQL 15 server binaries (initdb, pg_ctl, pg_recvlogical,
-# psql) and MariaDB (mariadbd, mariadb-install-db). Only missing packages
-# are installed; running services are left alone.
+# psql), MariaDB (mariadbd, mariadb-install-db) and promtool (Debian's
+# prometheus package; deploy/'s tests check the alert rules and the
+# dashboard's queries with it). Only missing packages are installed;
+# running services are left alone.
 set -euo pipefail
 
 missing=()
@@ -10,6 +12,7 @@ missing=()
 command -v psql >/dev/null 2>&1 || missing+=(postgresql-client-15)
 command -v mariadb-install-db >/dev/null 2>&1 && [ -x /usr/sbin/mariadbd ] || missing+=(mariadb-server)
 command -v mariadb >/dev/null 2>&1 || missing+=(mariadb-client)
+command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 
 if [ ${#missing[@]} -eq 0 ]; then
 	exit 0
