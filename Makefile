@@ -5,7 +5,7 @@ GO      ?= go
 BIN     := bin/decant
 TARGET  ?= postgres
 
-.PHONY: all build deps test unit integration demo bench fuzz vet clean
+.PHONY: all build deps tools test unit integration demo bench fuzz vet clean
 
 all: build
 
@@ -40,9 +40,15 @@ test: deps vet
 	$(GO) test -race -count=1 -timeout 10m $(INPROC_PKGS)
 	$(GO) test -count=1 -timeout 14m ./integration
 
+# tools installs what the server-free tests need besides Go: promtool and
+# systemd-analyze, which deploy/'s tests run on the alert rules, the
+# dashboard's queries and the systemd unit (and fail without).
+tools:
+	@scripts/deps.sh tools
+
 # unit runs the server-free tests; they pass on a machine without
 # PostgreSQL or MariaDB.
-unit:
+unit: tools
 	$(GO) test -count=1 $(UNIT_PKGS)
 
 integration: deps

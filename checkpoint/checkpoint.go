@@ -106,7 +106,7 @@ var ErrNotFound = errors.New("no checkpoint")
 var ErrRegressed = errors.New("checkpoint is ahead of this agent")
 
 // PGCreate creates the checkpoint table on a PostgreSQL target.
-const PGCreate = `CREATE SCHEMA IF NOT EXISTS decant;
+var PGCreate = `CREATE SCHEMA IF NOT EXISTS decant;
 CREATE TABLE IF NOT EXISTS decant.checkpoint (
 	pipeline     text PRIMARY KEY,
 	system_id    text NOT NULL,
@@ -124,9 +124,10 @@ CREATE TABLE IF NOT EXISTS decant.checkpoint (
 ` + pgUpgrade
 
 // pgUpgrade adds the columns added since the table's first version to a
-// checkpoint table made by an older decant.
-const pgUpgrade = `ALTER TABLE decant.checkpoint ADD COLUMN IF NOT EXISTS hold_lsn pg_lsn;
-ALTER TABLE decant.checkpoint ADD COLUMN IF NOT EXISTS timeline bigint`
+// checkpoint table made by an older decant, and records the version.
+var pgUpgrade = `ALTER TABLE decant.checkpoint ADD COLUMN IF NOT EXISTS hold_lsn pg_lsn;
+ALTER TABLE decant.checkpoint ADD COLUMN IF NOT EXISTS timeline bigint;
+` + pgSetVersion
 
 // PGAdvance moves the checkpoint forward inside the applying transaction.
 // It matches no row (and the caller must roll back) if the stored position
@@ -170,6 +171,9 @@ func (r Row) PGAdvanceArgs() [][]byte {
 // row's position unless one exists. It returns the stored row and whether
 // it was created. A stored row from another source system is an error.
 func PGEnsure(ctx context.Context, conn *pgx.Conn, row Row) (Row, bool, error) {
+	if err := pgVersion(ctx, conn); err != nil {
+		return Row{}, false, err
+	}
 	if _, err := conn.Exec(ctx, PGCreate); err != nil {
 		return Row{}, false, fmt.Errorf("create checkpoint table decant.checkpoint on target: %w", err)
 	}
@@ -198,15 +202,19 @@ func PGEnsure(ctx context.Context, conn *pgx.Conn, row Row) (Row, bool, error) {
 }
 
 // PGRead reads the pipeline's row; ErrNotFound when there is none. A
-// checkpoint table made by an older decant, which lacks a column, gains
-// it here, so that run upgrades it in place without another init.
+// checkpoint table made by an older decant is upgraded here first
+// (SchemaVersion), so that run upgrades it in place without another init;
+// one from a newer decant is refused.
 func PGRead(ctx context.Context, conn *pgx.Conn, pipeline string) (Row, error) {
+	if err := pgVersion(ctx, conn); err != nil {
+		return Row{}, err
+	}
 	r, err := pgRead(ctx, conn, pipeline)
-	if pgsession.Code(err) != "42703" { // undefined_column
+	if pgsession.Code(err) != "42703" { // undefined_column: a table that says its version but lacks a column
 		return r, err
 	}
 	if _, err := conn.Exec(ctx, pgUpgrade); err != nil {
-		return Row{}, fmt.Errorf("add decant's new columns to decant.checkpoint on the target: %w", err)
+		return Row{}, fmt.Errorf("add decant's columns to decant.checkpoint on the target: %w", err)
 	}
 	return pgRead(ctx, conn, pipeline)
 }

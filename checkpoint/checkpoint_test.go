@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -62,5 +63,19 @@ func TestPGAdvanceArgs(t *testing.T) {
 	got = Row{Pipeline: "p", End: 5}.PGAdvanceArgs()
 	if got[3] != nil || got[4] != nil {
 		t.Errorf("xid and commit time should be NULL, got %q %q", got[3], got[4])
+	}
+}
+
+func TestSchemaVersion(t *testing.T) {
+	for comment, want := range map[string]int{"": 0, "decant checkpoint schema 3": 3, "decant checkpoint schema 12": 12, "something else": 0, "decant checkpoint schema x": 0} {
+		if got := parseVersion(comment); got != want {
+			t.Errorf("parseVersion(%q) = %d, want %d", comment, got, want)
+		}
+	}
+	if err := checkVersion("t", SchemaVersion); err != nil {
+		t.Errorf("the current version is refused: %v", err)
+	}
+	if err := checkVersion("t", SchemaVersion+1); !errors.Is(err, ErrNewerSchema) {
+		t.Errorf("a newer version is not refused: %v", err)
 	}
 }

@@ -18,7 +18,7 @@ import (
 // are stored as unsigned integers so the monotonic test is a comparison.
 
 // MySQLCreate creates the checkpoint table.
-const MySQLCreate = `CREATE TABLE IF NOT EXISTS decant_checkpoint (
+var MySQLCreate = `CREATE TABLE IF NOT EXISTS decant_checkpoint (
 	pipeline     VARCHAR(63) NOT NULL PRIMARY KEY,
 	system_id    VARCHAR(32) NOT NULL,
 	commit_lsn   BIGINT UNSIGNED NOT NULL,
@@ -31,7 +31,7 @@ const MySQLCreate = `CREATE TABLE IF NOT EXISTS decant_checkpoint (
 	partial_seq  INT NOT NULL DEFAULT 0,
 	hold_lsn     BIGINT UNSIGNED NOT NULL DEFAULT 0,
 	timeline     INT UNSIGNED NOT NULL DEFAULT 0
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COMMENT='` + versionComment + strconv.Itoa(SchemaVersion) + `'`
 
 // mysqlAdded are the columns added to decant_checkpoint since its first
 // version, each with the statement that adds it to a table made before it
@@ -81,7 +81,7 @@ func MySQLEnsure(ctx context.Context, db Querier, row Row) (Row, bool, error) {
 			return Row{}, false, fmt.Errorf("create decant's tables on target: %w", err)
 		}
 	}
-	if err := mysqlUpgrade(ctx, db); err != nil {
+	if err := mysqlVersion(ctx, db); err != nil {
 		return Row{}, false, err
 	}
 	var csn any
@@ -105,7 +105,7 @@ func MySQLEnsure(ctx context.Context, db Querier, row Row) (Row, bool, error) {
 }
 
 // mysqlUpgrade adds the columns a checkpoint table made by an older
-// decant lacks.
+// decant lacks, and records the version.
 func mysqlUpgrade(ctx context.Context, db Querier) error {
 	for _, c := range mysqlAdded {
 		var has int
@@ -120,16 +120,22 @@ func mysqlUpgrade(ctx context.Context, db Querier) error {
 			return fmt.Errorf("add %s to decant_checkpoint: %w", c.column, err)
 		}
 	}
+	if _, err := db.ExecContext(ctx, mysqlSetVersion); err != nil {
+		return fmt.Errorf("record decant_checkpoint's schema version: %w", err)
+	}
 	return nil
 }
 
 // MySQLRead reads the pipeline's row; ErrNotFound when there is none. A
-// checkpoint table made by an older decant gains the columns it lacks
-// here, as with PGRead.
+// checkpoint table made by an older decant is upgraded first, one from a
+// newer decant refused, as with PGRead.
 func MySQLRead(ctx context.Context, db Querier, pipeline string) (Row, error) {
+	if err := mysqlVersion(ctx, db); err != nil {
+		return Row{}, err
+	}
 	r, err := mysqlRead(ctx, db, pipeline)
 	var myErr *mysql.MySQLError
-	if !errors.As(err, &myErr) || myErr.Number != 1054 { // unknown column
+	if !errors.As(err, &myErr) || myErr.Number != 1054 { // unknown column: a table that says its version but lacks a column
 		return r, err
 	}
 	if err := mysqlUpgrade(ctx, db); err != nil {

@@ -1,8 +1,14 @@
 package integration
 
 import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -107,7 +113,8 @@ func TestSourceSettings(t *testing.T) {
 // TestApplyFailure: a target constraint the source does not have rejects a
 // row. decant stops with the position, xid and table, without the row's
 // values, acknowledges nothing past the last good transaction, and resumes
-// from there once the target is fixed.
+// from there once the target is fixed. A webhook gets exactly one
+// pipeline_stopped event naming the same place, without the row's values.
 func TestApplyFailure(t *testing.T) {
 	p := newPair(t)
 	psql(t, p.src, `CREATE TABLE items (id integer PRIMARY KEY, code text);`)
@@ -119,11 +126,24 @@ func TestApplyFailure(t *testing.T) {
 	xid := queryValue(t, p.src, `INSERT INTO items VALUES (2, '`+secret+`') RETURNING pg_current_xact_id()::text`)
 	psql(t, p.src, `INSERT INTO items VALUES (3, 'after');`)
 
-	_, errOut, code := p.decant("run")
+	hook := newWebhookReceiver(t)
+	_, errOut, code := p.decant("run", "--webhook", hook.URL, "--webhook-secret", "k")
 	if code != 1 {
 		t.Fatalf("run over a rejected row: exit %d\n%s", code, errOut)
 	}
 	oneLineError(t, "check violation", errOut, "xid "+xid, "public.items", "check constraint", "commit ")
+	events := hook.events()
+	if len(events) != 1 {
+		t.Fatalf("%d webhook events, want 1: %v", len(events), events)
+	}
+	e := events[0]
+	if e["kind"] != "pipeline_stopped" || e["table"] != "public.items" || fmt.Sprint(e["xid"]) != xid || e["lsn"] == nil ||
+		!strings.Contains(fmt.Sprint(e["message"]), "check constraint") || !strings.Contains(fmt.Sprint(e["message"]), "commit "+fmt.Sprint(e["lsn"])) {
+		t.Errorf("event %v, want pipeline_stopped at xid %s table public.items with the error line", e, xid)
+	}
+	if raw := hook.raw(); strings.Contains(raw, secret) || strings.Contains(raw, "SECRET") {
+		t.Errorf("the webhook event shows the row's value: %s", raw)
+	}
 	if got := p.checkpointEnd(); got != good {
 		t.Errorf("checkpoint moved from %s to %s past a failed transaction", good, got)
 	}
@@ -260,4 +280,41 @@ func TestOtherSource(t *testing.T) {
 		t.Errorf("run against another source: exit %d", code)
 	}
 	oneLineError(t, "other source", errOut, "different source server", "system identifier")
+}
+
+// webhookReceiver records the bodies POSTed to it.
+type webhookReceiver struct {
+	*httptest.Server
+	mu     sync.Mutex
+	bodies []string
+}
+
+func newWebhookReceiver(t *testing.T) *webhookReceiver {
+	r := &webhookReceiver{}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.bodies = append(r.bodies, string(body))
+		r.mu.Unlock()
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *webhookReceiver) events() []map[string]any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []map[string]any
+	for _, b := range r.bodies {
+		var e map[string]any
+		_ = json.Unmarshal([]byte(b), &e)
+		out = append(out, e)
+	}
+	return out
+}
+
+func (r *webhookReceiver) raw() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.bodies, "\n")
 }

@@ -2,11 +2,13 @@ package integration
 
 import (
 	"errors"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/decant/decant/checkpoint"
 	"github.com/decant/decant/integration/harness"
 )
 
@@ -144,22 +146,47 @@ func TestCheckpointTimelineUpgrade(t *testing.T) {
 				psql(t, p.tgt, opsSchema)
 			}
 			p.mustDecant("init")
-			var tl func() string
+			// The table as a decant before schema versions made it: no
+			// timeline column, no version comment.
+			var tl, version func() string
 			if mysql {
-				p.myExec(`ALTER TABLE decant_checkpoint DROP COLUMN timeline`)
+				p.myExec(`ALTER TABLE decant_checkpoint DROP COLUMN timeline, COMMENT = ''`)
 				tl = func() string {
 					return p.myValue(`SELECT timeline FROM decant_checkpoint WHERE pipeline = '` + p.name + `'`)
 				}
+				version = func() string {
+					return p.myValue(`SELECT TABLE_COMMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'decant_checkpoint'`)
+				}
 			} else {
-				psql(t, p.tgt, `ALTER TABLE decant.checkpoint DROP COLUMN timeline`)
+				psql(t, p.tgt, `ALTER TABLE decant.checkpoint DROP COLUMN timeline; COMMENT ON TABLE decant.checkpoint IS NULL`)
 				tl = func() string {
 					return queryValue(t, p.tgt, `SELECT coalesce(timeline::text, '') FROM decant.checkpoint WHERE pipeline = '`+p.name+`'`)
+				}
+				version = func() string {
+					return queryValue(t, p.tgt, `SELECT coalesce(obj_description('decant.checkpoint'::regclass, 'pg_class'), '')`)
 				}
 			}
 			psql(t, p.src, `INSERT INTO load (client, v) VALUES (1, 'applied')`)
 			p.catchUp()
 			if got := tl(); got != "1" {
 				t.Errorf("timeline after the upgrade: %q, want 1", got)
+			}
+			if got, want := version(), fmt.Sprintf("decant checkpoint schema %d", checkpoint.SchemaVersion); got != want {
+				t.Errorf("version after the upgrade: %q, want %q", got, want)
+			}
+
+			// A table from a newer decant is refused, by run and status,
+			// with what to do.
+			if mysql {
+				p.myExec(`ALTER TABLE decant_checkpoint COMMENT = 'decant checkpoint schema 99'`)
+			} else {
+				psql(t, p.tgt, `COMMENT ON TABLE decant.checkpoint IS 'decant checkpoint schema 99'`)
+			}
+			for _, args := range [][]string{{"status"}, {"run", "--catch-up"}} {
+				_, errOut, code := p.decant(args...)
+				if code != 1 || !strings.Contains(errOut, "schema version 99") || !strings.Contains(errOut, "run the decant that wrote it") {
+					t.Errorf("decant %s on a newer checkpoint table: exit %d, %q", args[0], code, errOut)
+				}
 			}
 		})
 	}

@@ -282,3 +282,21 @@ func TestListen(t *testing.T) {
 		t.Errorf("a bad address gave %v, want an error naming --http-addr", err)
 	}
 }
+
+// TestWebhookMetrics: the notifier's counts, labelled like the rest.
+func TestWebhookMetrics(t *testing.T) {
+	st, _ := newTestState()
+	reg := NewRegistry(st)
+	stats := WebhookStats{Delivered: 3, Dropped: 1, QueueLength: 2}
+	if err := reg.RegisterWebhooks(func() WebhookStats { return stats }); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(Handler(st, reg, Probes{}))
+	defer srv.Close()
+	_, body := scrape(t, srv, "/metrics")
+	wantSeries(t, body,
+		`decant_webhook_events_total{pipeline="p1",result="delivered"} 3`,
+		`decant_webhook_events_total{pipeline="p1",result="dropped"} 1`,
+		`decant_webhook_events_total{pipeline="p1",result="failed"} 0`,
+		`decant_webhook_queue_length{pipeline="p1"} 2`)
+}

@@ -26,6 +26,7 @@ type batch struct {
 	stmts []stmt
 	bytes int
 	named []driver.NamedValue // the arguments of the last round trip, for reuse
+	text  []byte              // the query text of the last round trip, for reuse
 }
 
 func (b *batch) add(sql string, args []any, info apply.Origin) {
@@ -76,15 +77,7 @@ func (t *Target) flush(ctx context.Context) error {
 	if t.inTx {
 		prefix = append(prefix, savepoint)
 	}
-	parts := append(prefix, make([]string, 0, len(b.stmts))...)
-	named := b.named[:0]
-	for _, s := range b.stmts {
-		parts = append(parts, s.sql)
-		named = appendNamed(named, s.args)
-	}
-	b.named = named
-	defer clear(named) // drop the references to the values
-	res, err := t.execNamed(ctx, strings.Join(parts, ";\n"), named)
+	res, err := t.sendBatch(ctx, prefix)
 	if err != nil {
 		if apply.Transient(err) || !t.inTx {
 			return t.batchError(err)
@@ -101,6 +94,41 @@ func (t *Target) flush(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// sendBatch sends the prefix statements and the batch's as one query,
+// with the values written in (literals); when one is of a type decant does
+// not write, the driver interpolates them instead.
+func (t *Target) sendBatch(ctx context.Context, prefix []string) (mysql.Result, error) {
+	b := &t.batch
+	text, ok := b.text[:0], true
+	for i, p := range prefix {
+		if i > 0 {
+			text = append(text, ";\n"...)
+		}
+		text = append(text, p...)
+	}
+	for _, s := range b.stmts {
+		if len(text) > 0 {
+			text = append(text, ";\n"...)
+		}
+		if text, ok = t.lit.appendQuery(text, s.sql, s.args); !ok {
+			break
+		}
+	}
+	b.text = text
+	if ok {
+		return t.execNamed(ctx, string(text), nil)
+	}
+	parts := append(prefix, make([]string, 0, len(b.stmts))...)
+	named := b.named[:0]
+	for _, s := range b.stmts {
+		parts = append(parts, s.sql)
+		named = appendNamed(named, s.args)
+	}
+	b.named = named
+	defer clear(named) // drop the references to the values
+	return t.execNamed(ctx, strings.Join(parts, ";\n"), named)
 }
 
 // failed is the error of a statement of the batch. A set-based statement

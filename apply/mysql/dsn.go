@@ -21,7 +21,8 @@ func IsDSN(dsn string) bool {
 // ParseDSN turns mysql://user:pass@host:port/db?param=value (or the
 // driver's form) into a driver config with decant's session: utf8mb4, UTC,
 // strict sql_mode, foreign key checks off while applying, client-side
-// interpolation by the driver (never by hand) so a batch is one round trip,
+// interpolation (by the driver, or for a batch by literals.go) so a batch
+// is one round trip,
 // several statements per round trip, and UPDATE reporting matched rather
 // than changed rows. The target database is required. TLS with a private
 // CA or a client certificate comes from decant's tls-* parameters (tls.go).

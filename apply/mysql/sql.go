@@ -7,9 +7,10 @@ import (
 )
 
 // This file renders SQL for MySQL and MariaDB from a mapping.Plan. It is
-// pure. Values are always placeholders; the driver interpolates them
-// (interpolateParams), so a batch of statements is one round trip and no
-// value is ever spliced into SQL by hand.
+// pure. Values are always placeholders: a batch writes them in as
+// literals (literals.go, the driver's escaping rules for the session's
+// sql_mode and utf8mb4), so that it is one round trip, and no value is
+// ever concatenated into SQL anywhere else.
 
 var (
 	quoteIdent = mapping.QuoteMySQL

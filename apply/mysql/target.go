@@ -67,7 +67,8 @@ type Target struct {
 	connID    int64 // the server's connection id (CONNECTION_ID())
 	maria     bool
 	maxPacket int
-	gone      []int64 // connection ids of sessions given up, until fence saw them end
+	lit       literals // how the session's string literals are written
+	gone      []int64  // connection ids of sessions given up, until fence saw them end
 
 	tables map[source.TableName]*Table
 	plans  map[*source.Relation]*plan
@@ -184,6 +185,7 @@ func (t *Target) connect(ctx context.Context) error {
 		return err
 	}
 	t.db, t.conn, t.connID, t.maria, t.maxPacket = s.DB, s.Conn, s.ID, s.Maria, s.MaxPacket
+	t.lit = literals{noBackslash: s.NoBackslash}
 	t.readCommittedSet = false
 	t.forgetTables()
 	return nil
@@ -211,6 +213,10 @@ type Session struct {
 	ID        int64 // CONNECTION_ID()
 	Maria     bool  // MariaDB rather than MySQL
 	MaxPacket int   // max_allowed_packet
+	// NoBackslash: the session's sql_mode has NO_BACKSLASH_ESCAPES, so
+	// a backslash in a string literal is itself (decant's sql_mode has
+	// not, but a server may force it).
+	NoBackslash bool
 }
 
 // Connect opens a session with decant's settings. The DSN's timeout (10 s
@@ -240,7 +246,7 @@ func Connect(ctx context.Context, dsn string) (Session, error) {
 		}
 		s = Session{DB: db, Conn: conn}
 		var version string
-		if err := conn.QueryRowContext(ctx, `SELECT VERSION(), @@max_allowed_packet, CONNECTION_ID()`).Scan(&version, &s.MaxPacket, &s.ID); err != nil {
+		if err := conn.QueryRowContext(ctx, `SELECT VERSION(), @@max_allowed_packet, CONNECTION_ID(), FIND_IN_SET('NO_BACKSLASH_ESCAPES', @@sql_mode) > 0`).Scan(&version, &s.MaxPacket, &s.ID, &s.NoBackslash); err != nil {
 			conn.Close()
 			return fmt.Errorf("read target version: %w", describe(err))
 		}

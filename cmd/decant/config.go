@@ -12,6 +12,7 @@ import (
 
 	"github.com/decant/decant/apply/mysql"
 	"github.com/decant/decant/mapping"
+	"github.com/decant/decant/notify"
 	"github.com/decant/decant/source"
 	"github.com/decant/decant/source/gauss"
 	"github.com/decant/decant/source/pgsession"
@@ -29,6 +30,9 @@ type config struct {
 	Map []string
 	// Columns renames and leaves out columns, by source table.
 	Columns map[string]mapping.ColumnRules
+	// Webhooks are the file's webhooks: entries (URL and headers); run
+	// and migrate add them to their --webhook URLs.
+	Webhooks []notify.Target
 	// OnUnrepresentable is the policy for values the target cannot hold.
 	OnUnrepresentable string
 	// OnUnsupportedDDL is stop or skip, for schema changes decant cannot
@@ -173,6 +177,7 @@ func (f *flags) load(cmd *cobra.Command) (config, error) {
 	}
 	c := f.values
 	c.Columns = file.columns
+	c.Webhooks = file.webhooks
 	if c.Pipeline == "" {
 		c.Pipeline = "decant"
 	}

@@ -9,6 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/decant/decant/mapping"
+	"github.com/decant/decant/notify"
 )
 
 // fileSettings is what the --config file says: a value per flag, and the
@@ -17,6 +18,8 @@ type fileSettings struct {
 	path    string
 	values  map[string]fileValue // by flag name
 	columns map[string]mapping.ColumnRules
+	// webhooks are the webhooks: entries, which add to --webhook.
+	webhooks []notify.Target
 }
 
 // fileValue is one key's value and where it is, for errors.
@@ -56,6 +59,8 @@ func readSettings(path string, known map[string]bool) (fileSettings, error) {
 		switch {
 		case k.Value == "columns":
 			err = file.readColumns(v)
+		case k.Value == "webhooks":
+			err = file.readWebhooks(v)
 		case k.Value == "source" && v.Kind == yaml.MappingNode:
 			err = file.readSource(v)
 		case known[k.Value]:

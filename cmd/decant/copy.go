@@ -1,13 +1,19 @@
 package main
 
 import (
+	"context"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/decant/decant/apply/migrate"
+	"github.com/decant/decant/notify"
 )
 
 func migrateCmd() *cobra.Command {
 	var f flags
+	var w webhookFlags
 	o := initOptions{copy: true}
 	var ro runOptions
 	cmd := &cobra.Command{
@@ -22,21 +28,28 @@ or with --catch-up until the target has everything committed before the
 streaming began. Then check it with decant verify, and switch over with
 decant cutover.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := f.load(cmd)
+			c, opts, log, err := loadInit(cmd, &f, o)
 			if err != nil {
 				return err
 			}
-			log := logger(c)
+			n, err := startNotifier(cmd.Context(), c, w, log)
+			if err != nil {
+				return err
+			}
+			defer stopNotifier(cmd.Context(), n, log)
 			// The endpoint serves the copy's progress too.
 			ob, err := startObserving(c, ro.service, log)
 			if err != nil {
 				return err
 			}
 			defer ob.stop(cmd.Context(), log)
-			if err := initLoaded(cmd, c, o, log, ob.state); err != nil {
-				return err
+			ob.webhooks(n)
+			if opts.Copy {
+				opts.Progress = newCopyProgress(log, ob.state)
 			}
-			return runPipeline(cmd.Context(), c, ro, log, ob)
+			err = migrateAndRun(cmd.Context(), c, opts, n, ro, log, ob)
+			notifyStopped(n, err)
+			return err
 		},
 	}
 	addInitFlags(cmd, &f, &o, false)
@@ -44,10 +57,25 @@ decant cutover.`,
 	addStreamFlags(cmd, &f)
 	addTimeoutFlags(cmd, &f)
 	addApplyFlags(cmd, &f)
+	addWebhookFlags(cmd, &w)
 	addServiceFlags(cmd, &ro.service)
 	cmd.Flags().BoolVar(&ro.catchUp, "catch-up", false, "exit 0 once the target has what the source committed before streaming began")
 	cmd.Flags().DurationVar(&ro.slotWait, "slot-wait", 60*time.Second, "how long to keep retrying while the slot is held by another session")
 	return cmd
+}
+
+// migrateAndRun is migrate's work: the copy, which migrate.Init always
+// runs under opts.Copy (copy_finished), then streaming.
+func migrateAndRun(ctx context.Context, c config, opts migrate.InitOptions, n *notify.Notifier, ro runOptions, log *slog.Logger, ob *observing) error {
+	began := time.Now()
+	res, err := initPipeline(ctx, c, opts, log)
+	if err != nil {
+		return err
+	}
+	if opts.Copy {
+		n.CopyFinished(res.Tables, time.Since(began))
+	}
+	return runPipeline(ctx, c, ro, log, ob)
 }
 
 // copyCmd is init --copy under the name a migration's first step goes by.

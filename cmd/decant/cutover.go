@@ -16,6 +16,7 @@ import (
 
 func cutoverCmd() *cobra.Command {
 	var f flags
+	var w webhookFlags
 	var timeout time.Duration
 	var verify, asJSON bool
 	cmd := &cobra.Command{
@@ -45,23 +46,33 @@ they commit after it is not covered. Exit 0 only when every step passed;
 			if c.gaussSource() {
 				return usagef("cutover supports PostgreSQL sources only for now")
 			}
+			log := logger(c)
+			n, err := startNotifier(cmd.Context(), c, w, log)
+			if err != nil {
+				return err
+			}
+			defer stopNotifier(cmd.Context(), n, log)
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			r, err := migrate.Cutover(ctx, c.workflow(logger(c)), migrate.CutoverOptions{Verify: verify, VerifyOptions: migrate.DefaultVerifyOptions()})
+			r, err := migrate.Cutover(ctx, c.workflow(log), migrate.CutoverOptions{Verify: verify, VerifyOptions: migrate.DefaultVerifyOptions()})
 			if err != nil {
+				n.Cutover(false, "cutover could not finish: "+err.Error())
 				return err
 			}
 			if err := printCutover(os.Stdout, r, asJSON); err != nil {
 				return err
 			}
 			if !r.OK {
+				n.Cutover(false, "cutover is not safe: "+r.Failed())
 				return errors.New("cutover is not safe: " + r.Failed())
 			}
+			n.Cutover(true, "safe to switch: the target holds everything committed on the source before the fence")
 			return nil
 		},
 	}
 	addFlags(cmd, &f, true)
 	addMappingFlags(cmd, &f)
+	addWebhookFlags(cmd, &w)
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "give up (exit 1) if the steps do not finish within this time")
 	cmd.Flags().BoolVar(&verify, "verify", false, "also compare source and target table by table")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")

@@ -4,13 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -24,8 +22,9 @@ func decodeCmd() *cobra.Command {
 		Use:   "decode --format gauss-b|gauss-j|gauss-t|mppdb [--batch] [--hex] FILE|-",
 		Short: "Decode captured GaussDB/openGauss logical decoding payloads to JSON lines",
 		Long: `Reads captured XLogData payloads (each preceded by its length as a 4-byte
-big-endian integer, or with --hex one hex-encoded payload per line; - reads
-stdin) and prints one JSON object per decoded record. Malformed input stops
+big-endian integer; or with --hex as text: one hex payload per line, or
+hexdump -C or xxd output, whose offsets starting again from 0 begin the
+next payload; '#' lines are comments; - reads stdin) and prints one JSON object per decoded record. Malformed input stops
 with the byte offset and what was expected there.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -76,7 +75,7 @@ with the byte offset and what was expected there.`,
 	}
 	cmd.Flags().StringVar(&format, "format", "", "payload format: gauss-b (parallel binary), gauss-j (parallel JSON), gauss-t (parallel text), mppdb (serial)")
 	cmd.Flags().BoolVar(&batch, "batch", false, "payloads use batch framing (sending-batch=1)")
-	cmd.Flags().BoolVar(&hexInput, "hex", false, "input is one hex payload per line")
+	cmd.Flags().BoolVar(&hexInput, "hex", false, "input is text: one hex payload per line, or hexdump -C / xxd output")
 	addConfigFlag(cmd, &configFile)
 	return cmd
 }
@@ -109,23 +108,17 @@ func decodeFramed(r io.Reader, emit func([]byte, int64, string) error) error {
 	}
 }
 
-// decodeHexLines reads one hex payload per line; offsets are in the
-// decoded payload of that line.
+// decodeHexLines reads payloads written as text (gauss.ParseHexDump:
+// plain hex lines, hexdump -C, xxd); offsets are in each payload.
 func decodeHexLines(r io.Reader, emit func([]byte, int64, string) error) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<30)
-	for line := 1; sc.Scan(); line++ {
-		text := strings.TrimSpace(sc.Text())
-		if text == "" {
-			continue
-		}
-		payload, err := hex.DecodeString(strings.ReplaceAll(text, " ", ""))
-		if err != nil {
-			return fmt.Errorf("line %d: not hex: %v", line, err)
-		}
-		if err := emit(payload, 0, fmt.Sprintf("line %d", line)); err != nil {
+	payloads, err := gauss.ParseHexDump(r)
+	if err != nil {
+		return fmt.Errorf("--hex input: %w", err)
+	}
+	for i, p := range payloads {
+		if err := emit(p, 0, fmt.Sprintf("payload %d", i+1)); err != nil {
 			return err
 		}
 	}
-	return sc.Err()
+	return nil
 }

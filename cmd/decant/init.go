@@ -1,13 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"runtime"
 
 	"github.com/spf13/cobra"
 
-	"github.com/decant/decant/apply/bulk"
 	"github.com/decant/decant/apply/migrate"
 	"github.com/decant/decant/checkpoint"
 )
@@ -91,34 +91,44 @@ func (o initOptions) options(cmd *cobra.Command) (migrate.InitOptions, error) {
 // configuration, initialises the pipeline (copying the tables when
 // o.copy is set) and says what it did.
 func runInit(cmd *cobra.Command, f *flags, o initOptions) (config, *slog.Logger, error) {
-	c, err := f.load(cmd)
+	c, opts, log, err := loadInit(cmd, f, o)
 	if err != nil {
-		return c, nil, err
+		return c, log, err
 	}
-	log := logger(c)
-	return c, log, initLoaded(cmd, c, o, log, nil)
+	_, err = initPipeline(cmd.Context(), c, opts, log)
+	return c, log, err
 }
 
-// initLoaded is runInit once the configuration is loaded; also, when
-// set, hears the copy's progress beside the bars and log lines.
-func initLoaded(cmd *cobra.Command, c config, o initOptions, log *slog.Logger, also bulk.Progress) error {
+// loadInit loads init's configuration and options, and the logger.
+func loadInit(cmd *cobra.Command, f *flags, o initOptions) (config, migrate.InitOptions, *slog.Logger, error) {
+	c, err := f.load(cmd)
+	if err != nil {
+		return c, migrate.InitOptions{}, nil, err
+	}
 	opts, err := o.options(cmd)
 	if err != nil {
-		return err
+		return c, opts, nil, err
 	}
+	log := logger(c)
 	if opts.Copy {
-		opts.Progress = newCopyProgress(log, also)
+		opts.Progress = newCopyProgress(log, nil)
 	}
+	return c, opts, log, nil
+}
+
+// initPipeline initialises the pipeline (and copies the tables with
+// opts.Copy) and says what it did.
+func initPipeline(ctx context.Context, c config, opts migrate.InitOptions, log *slog.Logger) (migrate.InitResult, error) {
 	initialize := migrate.Init
 	if c.gaussSource() {
 		initialize = migrate.InitGauss
 	}
-	res, err := initialize(cmd.Context(), c.workflow(log), opts)
+	res, err := initialize(ctx, c.workflow(log), opts)
 	if err != nil {
-		return err
+		return res, err
 	}
 	printInit(c, res)
-	return nil
+	return res, nil
 }
 
 // printInit says what init did, in one line.

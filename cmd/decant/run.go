@@ -14,11 +14,13 @@ import (
 
 	"github.com/decant/decant/apply"
 	"github.com/decant/decant/apply/migrate"
+	"github.com/decant/decant/notify"
 	"github.com/decant/decant/source/pgoutput"
 )
 
 func runCmd() *cobra.Command {
 	var f flags
+	var w webhookFlags
 	var o runOptions
 	var cpuProfile string
 	cmd := &cobra.Command{
@@ -41,11 +43,18 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 			// runtime does for one by default, a stack walk every 512 KiB
 			// allocated, is saved.
 			runtime.MemProfileRate = 0
+			log := logger(c)
+			n, err := startNotifier(cmd.Context(), c, w, log)
+			if err != nil {
+				return err
+			}
+			defer stopNotifier(cmd.Context(), n, log)
 			stop, err := startCPUProfile(cpuProfile)
 			if err != nil {
 				return err
 			}
-			err = runObserved(cmd.Context(), c, o, logger(c))
+			err = runObserved(cmd.Context(), c, o, log, n)
+			notifyStopped(n, err)
 			if perr := stop(); err == nil {
 				err = perr
 			}
@@ -61,6 +70,7 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 	addStreamFlags(cmd, &f)
 	addTimeoutFlags(cmd, &f)
 	addApplyFlags(cmd, &f)
+	addWebhookFlags(cmd, &w)
 	addServiceFlags(cmd, &o.service)
 	cmd.Flags().BoolVar(&o.catchUp, "catch-up", false, "exit 0 once everything committed on the source before the start is applied")
 	cmd.Flags().DurationVar(&o.slotWait, "slot-wait", 60*time.Second, "how long to keep retrying while the slot is held by another session before giving up")
@@ -106,13 +116,14 @@ type runOptions struct {
 }
 
 // runObserved runs the pipeline with its state kept, served on
-// --http-addr and logged as the progress line.
-func runObserved(ctx context.Context, c config, o runOptions, log *slog.Logger) error {
+// --http-addr with n's counts and logged as the progress line.
+func runObserved(ctx context.Context, c config, o runOptions, log *slog.Logger, n *notify.Notifier) error {
 	ob, err := startObserving(c, o.service, log)
 	if err != nil {
 		return err
 	}
 	defer ob.stop(ctx, log)
+	ob.webhooks(n)
 	return runPipeline(ctx, c, o, log, ob)
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/decant/decant/apply"
+	"github.com/decant/decant/notify"
 	"github.com/decant/decant/service"
 	"github.com/decant/decant/source"
 )
@@ -29,7 +30,8 @@ func addServiceFlags(cmd *cobra.Command, o *serviceOptions) {
 type observing struct {
 	state        *service.State
 	spill        *source.SpillUsage
-	srv          *service.Server // nil without --http-addr
+	srv          *service.Server   // nil without --http-addr
+	registry     *service.Registry // what srv serves
 	stopProgress func()
 }
 
@@ -45,12 +47,26 @@ func startObserving(c config, o serviceOptions, log *slog.Logger) (*observing, e
 		return ob, nil
 	}
 	probes := service.Probes{MaxLag: o.maxLag, Stall: stallBound(c.targetTimeout)}
-	srv, err := service.Listen(o.addr, service.Handler(ob.state, service.NewRegistry(ob.state), probes), log)
+	ob.registry = service.NewRegistry(ob.state)
+	srv, err := service.Listen(o.addr, service.Handler(ob.state, ob.registry, probes), log)
 	if err != nil {
 		return nil, usageError{err}
 	}
 	ob.srv = srv
 	return ob, nil
+}
+
+// webhooks serves n's counts as the decant_webhook_* metrics.
+func (o *observing) webhooks(n *notify.Notifier) {
+	if o.registry == nil {
+		return
+	}
+	// Registered once per process on a registry of its own: it cannot
+	// collide.
+	_ = o.registry.RegisterWebhooks(func() service.WebhookStats {
+		s := n.Stats()
+		return service.WebhookStats{Delivered: s.Delivered, Dropped: s.Dropped, Failed: s.Failed, QueueLength: s.QueueLength}
+	})
 }
 
 // stallBound is how long a streaming apply loop may go without turning

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/decant/decant/apply"
+	"github.com/decant/decant/notify"
+)
+
+// webhookFlags are the notification flags of run and migrate.
+type webhookFlags struct {
+	urls       []string
+	secret     string
+	secretFile string
+	alertLag   time.Duration
+}
+
+// closeWebhooksWithin bounds how long decant waits at exit for its last
+// events (the pipeline_stopped among them) to be delivered.
+const closeWebhooksWithin = 15 * time.Second
+
+func addWebhookFlags(cmd *cobra.Command, w *webhookFlags) {
+	fs := cmd.Flags()
+	fs.StringArrayVar(&w.urls, "webhook", nil, "POST JSON events (the pipeline stopped on an error, a copy finished; docs/operations.md#notifications) to this URL in the background, retried; repeatable (the file's webhooks: list also takes headers)")
+	fs.StringVar(&w.secret, "webhook-secret", "", "sign each webhook request with HMAC-SHA256 of this secret (X-Decant-Signature); visible in ps: prefer --webhook-secret-file or DECANT_WEBHOOK_SECRET")
+	fs.StringVar(&w.secretFile, "webhook-secret-file", "", "file holding the webhook secret (one trailing newline is dropped)")
+	fs.DurationVar(&w.alertLag, "alert-lag", 5*time.Minute, "the replication lag past which the lag_high event is due, and lag_ok once back under; 0 turns lag events off")
+}
+
+// notifyConfig is the notifier's configuration from the flags and the
+// file's webhooks: entries, which add to the --webhook URLs.
+func (w webhookFlags) notifyConfig(c config, log *slog.Logger) (notify.Config, error) {
+	cfg := notify.Config{Pipeline: c.Pipeline, AlertLag: w.alertLag, Logger: log}
+	for _, u := range w.urls {
+		cfg.Targets = append(cfg.Targets, notify.Target{URL: u})
+	}
+	cfg.Targets = append(cfg.Targets, c.Webhooks...)
+	secret, err := w.readSecret()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Secret = secret
+	if err := cfg.Validate(); err != nil {
+		return cfg, usagef("%v (webhooks are numbered --webhook first, then the file's webhooks: entries)", err)
+	}
+	return cfg, nil
+}
+
+// readSecret is --webhook-secret, or the contents of
+// --webhook-secret-file less one trailing newline.
+func (w webhookFlags) readSecret() (string, error) {
+	if w.secretFile == "" {
+		return w.secret, nil
+	}
+	if w.secret != "" {
+		return "", usagef("--webhook-secret and --webhook-secret-file both give the secret; keep one")
+	}
+	data, err := os.ReadFile(w.secretFile)
+	if err != nil {
+		return "", usagef("--webhook-secret-file: %v", err)
+	}
+	secret := strings.TrimSuffix(strings.TrimSuffix(string(data), "\n"), "\r")
+	if secret == "" {
+		return "", usagef("--webhook-secret-file %s is empty: write the secret into it", w.secretFile)
+	}
+	return secret, nil
+}
+
+// startNotifier starts the notifier of run or migrate. Its workers run
+// under a context that the signals do not cancel, so that the final
+// event still goes out; stopNotifier ends them.
+func startNotifier(ctx context.Context, c config, w webhookFlags, log *slog.Logger) (*notify.Notifier, error) {
+	cfg, err := w.notifyConfig(c, log)
+	if err != nil {
+		return nil, err
+	}
+	return notify.New(context.WithoutCancel(ctx), cfg)
+}
+
+// stopNotifier waits up to closeWebhooksWithin for the queued events.
+func stopNotifier(ctx context.Context, n *notify.Notifier, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeWebhooksWithin)
+	defer cancel()
+	if err := n.Close(ctx); err != nil {
+		log.Warn(err.Error())
+	}
+}
+
+// notifyStopped sends pipeline_stopped for the error run or migrate ends
+// with, with where it happened when the error says. A shutdown by
+// SIGINT or SIGTERM ends without an error and sends nothing.
+func notifyStopped(n *notify.Notifier, err error) {
+	if err == nil {
+		return
+	}
+	var at notify.At
+	var applyErr *apply.Error
+	if errors.As(err, &applyErr) {
+		at.Xid = uint64(applyErr.Xid)
+		if applyErr.Commit != 0 {
+			at.LSN = applyErr.Commit.String()
+		}
+		if applyErr.Table.Name != "" {
+			at.Table = applyErr.Table.String()
+		}
+	}
+	n.PipelineStopped(strings.ReplaceAll(err.Error(), "\n", " "), at)
+}
+
+// readWebhooks reads the file's webhooks: [{url, headers: {name: value}}].
+func (f *fileSettings) readWebhooks(n *yaml.Node) error {
+	if n.Kind != yaml.SequenceNode {
+		return usagef("%s line %d: webhooks: want a list of {url: ..., headers: {name: value}}", f.path, n.Line)
+	}
+	for _, item := range n.Content {
+		t, err := f.readWebhook(item)
+		if err != nil {
+			return err
+		}
+		f.webhooks = append(f.webhooks, t)
+	}
+	return nil
+}
+
+func (f *fileSettings) readWebhook(n *yaml.Node) (notify.Target, error) {
+	var t notify.Target
+	if n.Kind != yaml.MappingNode {
+		return t, usagef("%s line %d: webhooks: want url: and optional headers: in each entry", f.path, n.Line)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		switch {
+		case k.Value == "url" && v.Kind == yaml.ScalarNode:
+			t.URL = v.Value
+		case k.Value == "headers" && v.Kind == yaml.MappingNode:
+			headers, err := f.headerMap(v)
+			if err != nil {
+				return t, err
+			}
+			t.Headers = headers
+		case k.Value == "url" || k.Value == "headers":
+			return t, usagef("%s line %d: webhooks %s: want url: URL and headers: {name: value}", f.path, v.Line, k.Value)
+		default:
+			return t, usagef("%s line %d: unknown key %q under webhooks (want url or headers)", f.path, k.Line, k.Value)
+		}
+	}
+	if t.URL == "" {
+		return t, usagef("%s line %d: webhooks: an entry without url:", f.path, n.Line)
+	}
+	return t, nil
+}
+
+func (f *fileSettings) headerMap(n *yaml.Node) (map[string]string, error) {
+	m := map[string]string{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i+1].Kind != yaml.ScalarNode {
+			return nil, usagef("%s line %d: webhooks headers: want name: value", f.path, n.Content[i+1].Line)
+		}
+		m[n.Content[i].Value] = n.Content[i+1].Value
+	}
+	return m, nil
+}

@@ -1,0 +1,131 @@
+package notify
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Kind names what happened. The set is closed: a receiver may switch on it.
+type Kind string
+
+// The event kinds, in the order an operator meets them.
+const (
+	// PipelineStopped: run or migrate stopped on an error (the message is
+	// the final error line, with lsn, xid and table when the error names
+	// them).
+	PipelineStopped Kind = "pipeline_stopped"
+	// Recovered: streaming again after a transient failure.
+	Recovered Kind = "recovered"
+	// LagHigh: the replication lag passed the alert threshold; sent once,
+	// then nothing until LagOK.
+	LagHigh Kind = "lag_high"
+	// LagOK: the lag is back under the threshold after a LagHigh.
+	LagOK Kind = "lag_ok"
+	// SlotUnreserved: the source no longer reserves WAL for the slot
+	// (wal_status unreserved): it may invalidate it at its next checkpoint.
+	SlotUnreserved Kind = "slot_unreserved"
+	// SlotLost: the source invalidated the slot (wal_status lost).
+	SlotLost Kind = "slot_lost"
+	// CopyFinished: the initial copy of init --copy, copy or migrate ended.
+	CopyFinished Kind = "copy_finished"
+	// CutoverSafe and CutoverUnsafe: cutover's verdict.
+	CutoverSafe   Kind = "cutover_safe"
+	CutoverUnsafe Kind = "cutover_unsafe"
+)
+
+// Kinds is every kind, for documentation and tests.
+var Kinds = []Kind{PipelineStopped, Recovered, LagHigh, LagOK, SlotUnreserved, SlotLost, CopyFinished, CutoverSafe, CutoverUnsafe}
+
+// Event is one notification, POSTed as this JSON object. Send fills ID,
+// Seq, Time and Pipeline; the rest is the caller's.
+type Event struct {
+	// ID is unique per event and the same on every attempt to deliver it,
+	// and goes in the Idempotency-Key header too: receivers dedupe by it.
+	ID string `json:"id"`
+	// Seq increases by one per event within one decant process (it starts
+	// at 1 again after a restart); a gap means events were dropped.
+	Seq      uint64    `json:"seq"`
+	Kind     Kind      `json:"kind"`
+	Pipeline string    `json:"pipeline"`
+	Time     time.Time `json:"time"`
+	// Message is one line for a person, cleaned by Sanitize.
+	Message string `json:"message"`
+	// Where it happened, when known: the commit LSN, the source
+	// transaction id, the table (schema.table).
+	LSN   string `json:"lsn,omitempty"`
+	Xid   uint64 `json:"xid,omitempty"`
+	Table string `json:"table,omitempty"`
+	// LagSeconds is the lag measured, on lag_high and lag_ok.
+	LagSeconds *float64 `json:"lag_seconds,omitempty"`
+	// WALStatus is the slot's wal_status, on slot_unreserved and slot_lost.
+	WALStatus string `json:"wal_status,omitempty"`
+}
+
+// At is where an event happened; each field is optional.
+type At struct {
+	LSN   string
+	Xid   uint64
+	Table string
+}
+
+// newID is a random UUID (version 4).
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (it aborts the process instead)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// maxMessage bounds a message; a longer one is cut at a character
+// boundary and ends in "…".
+const maxMessage = 1024
+
+// redacted replaces what Sanitize removes.
+const redacted = "xxxxx"
+
+var (
+	// urlPassword is the password of a URL's userinfo:
+	// postgres://user:secret@host -> postgres://user:xxxxx@host.
+	urlPassword = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*):[^\s/@]*@`)
+	// driverPassword is the password of a Go MySQL driver DSN:
+	// user:secret@tcp(host) -> user:xxxxx@tcp(host).
+	driverPassword = regexp.MustCompile(`([^\s:@/"'=]+):[^\s@]*@(tcp|unix)\(`)
+	// keyPassword is a key=value secret: libpq keyword DSNs
+	// (password=secret), URL query parameters (?password=secret),
+	// token=..., secret=....
+	keyPassword = regexp.MustCompile(`(?i)\b(password|passwd|pwd|secret|token|api_key|apikey)(\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&'"]+)`)
+)
+
+// Sanitize makes text fit for an event's message: one line (line breaks
+// and tabs become spaces), at most 1 KiB, and no passwords: the password
+// of a URL's userinfo (scheme://user:PASSWORD@), of a MySQL driver DSN
+// (user:PASSWORD@tcp(...)) and the value of a password=, passwd=, pwd=,
+// secret=, token=, api_key= or apikey= pair (libpq keyword DSNs, URL
+// query parameters) become xxxxx. Row values are kept out earlier: the
+// messages come from decant's errors, which never quote them.
+func Sanitize(text string) string {
+	s := strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' || r == '\t' {
+			return ' '
+		}
+		return r
+	}, text)
+	s = urlPassword.ReplaceAllString(s, "${1}:"+redacted+"@")
+	s = driverPassword.ReplaceAllString(s, "${1}:"+redacted+"@${2}(")
+	s = keyPassword.ReplaceAllString(s, "${1}${2}"+redacted)
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) > maxMessage {
+		cut := maxMessage - len("…")
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
