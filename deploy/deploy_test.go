@@ -34,12 +34,6 @@ var metricNames = names(
 // endpoints are the paths decant serves on --http-addr.
 var endpoints = names("/metrics", "/healthz", "/readyz", "/status")
 
-// pendingFlags are settings the files use that cmd/decant does not have
-// yet: the HTTP endpoint's, added with the metrics (issue 15 part 1).
-// TestSettingsAreFlags fails once decant has one of them, so that the
-// entry is removed and the name checked like the others.
-var pendingFlags = names("http-addr", "ready-max-lag")
-
 func names(s ...string) map[string]bool {
 	m := map[string]bool{}
 	for _, n := range s {
@@ -142,11 +136,6 @@ var settingPattern = regexp.MustCompile(`\bDECANT_[A-Z0-9_]+`)
 // is silently ignored.
 func TestSettingsAreFlags(t *testing.T) {
 	flags := runFlags(t)
-	for flag := range pendingFlags {
-		if flags[flag] {
-			t.Errorf("decant run now has --%s: remove it from pendingFlags in deploy/deploy_test.go", flag)
-		}
-	}
 	files := []string{
 		"systemd/decant@.service", "systemd/decant.env.example", "systemd/credentials.conf.example",
 		"kubernetes/deployment.yaml", "Dockerfile",
@@ -156,7 +145,7 @@ func TestSettingsAreFlags(t *testing.T) {
 		for _, v := range settingPattern.FindAllString(string(read(t, f)), -1) {
 			seen++
 			flag := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(v, "DECANT_")), "_", "-")
-			if v != "DECANT_CONFIG" && !flags[flag] && !pendingFlags[flag] {
+			if v != "DECANT_CONFIG" && !flags[flag] {
 				t.Errorf("%s: %s is not a setting: decant run has no --%s", f, v, flag)
 			}
 		}
