@@ -6,13 +6,17 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/decant/decant/apply"
+	"github.com/decant/decant/checkpoint"
 	"github.com/decant/decant/notify"
+	"github.com/decant/decant/service"
+	"github.com/decant/decant/source"
 )
 
 // webhookFlags are the notification flags of run and migrate.
@@ -167,4 +171,66 @@ func (f *fileSettings) headerMap(n *yaml.Node) (map[string]string, error) {
 		m[n.Content[i].Value] = n.Content[i+1].Value
 	}
 	return m, nil
+}
+
+// pipelineEvents turns what the pipeline does into webhook events:
+// recovered once a session streams again after transient failures, and
+// the slot's wal_status as each check reads it (notify sends an event
+// when it becomes unreserved or lost). Its methods only count and queue.
+type pipelineEvents struct {
+	apply.NopObserver
+	n        *notify.Notifier
+	mu       sync.Mutex
+	failures int    // transient failures since the last session that streamed
+	lastErr  string // the last of them
+}
+
+func (e *pipelineEvents) SessionEnded(s apply.SessionEnd) {
+	if !s.Retry || s.Err == nil {
+		return
+	}
+	e.mu.Lock()
+	e.failures++
+	e.lastErr = strings.ReplaceAll(s.Err.Error(), "\n", " ")
+	e.mu.Unlock()
+}
+
+func (e *pipelineEvents) SessionStarted(checkpoint.Row, source.LSN) {
+	e.mu.Lock()
+	failures, lastErr := e.failures, e.lastErr
+	e.failures, e.lastErr = 0, ""
+	e.mu.Unlock()
+	if failures > 0 {
+		e.n.Recovered(failures, lastErr)
+	}
+}
+
+func (e *pipelineEvents) SlotChecked(st source.SlotState, _ error) {
+	if st.Exists && st.WALStatus != "" {
+		e.n.ObserveSlot(st.Slot, st.WALStatus)
+	}
+}
+
+// lagEvery is how often the lag is compared with --alert-lag.
+const lagEvery = 5 * time.Second
+
+// watchLag compares the pipeline's lag with --alert-lag every lagEvery
+// (notify sends lag_high and lag_ok as it crosses) until stopped.
+func watchLag(ctx context.Context, st *service.State, n *notify.Notifier) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(lagEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				n.ObserveLag(time.Duration(st.Snapshot().LagSeconds * float64(time.Second)))
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }

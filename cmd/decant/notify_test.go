@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -11,8 +12,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/decant/decant/apply"
+	"github.com/decant/decant/checkpoint"
 	"github.com/decant/decant/notify"
+	"github.com/decant/decant/service"
+	"github.com/decant/decant/source"
 )
 
 // webhookConfig settles run's flags from args and the environment and
@@ -142,5 +148,68 @@ func TestRunSendsPipelineStopped(t *testing.T) {
 	}
 	if strings.Contains(e.Message, "s3cret") {
 		t.Errorf("the event shows the password: %s", e.Message)
+	}
+}
+
+// The pipeline's own events: recovered after transient failures, once
+// per recovery; the slot's wal_status as it changes; lag_high and lag_ok
+// as the lag crosses --alert-lag.
+func TestPipelineEvents(t *testing.T) {
+	got := make(chan notify.Event, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var e notify.Event
+		if err := json.NewDecoder(r.Body).Decode(&e); err != nil {
+			t.Errorf("not an event: %v", err)
+		}
+		got <- e
+	}))
+	defer srv.Close()
+	n, err := notify.New(t.Context(), notify.Config{Pipeline: "shop", Targets: []notify.Target{{URL: srv.URL}}, AlertLag: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close(context.Background())
+	ob := &observing{state: service.NewState("shop", &source.SpillUsage{}), notifier: n}
+	o := ob.observer()
+	next := func(want notify.Kind) notify.Event {
+		t.Helper()
+		select {
+		case e := <-got:
+			if e.Kind != want {
+				t.Fatalf("event %s (%s), want %s", e.Kind, e.Message, want)
+			}
+			return e
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %s event", want)
+		}
+		return notify.Event{}
+	}
+
+	o.SessionStarted(checkpoint.Row{}, 0) // the first session: nothing to recover from
+	for range 2 {
+		o.SessionEnded(apply.SessionEnd{Err: errors.New("target: connection refused"), Class: apply.ClassTransient, Retry: true})
+	}
+	o.SessionStarted(checkpoint.Row{}, 0)
+	if e := next(notify.Recovered); !strings.Contains(e.Message, "2 reconnect") || !strings.Contains(e.Message, "connection refused") {
+		t.Errorf("recovered: %q", e.Message)
+	}
+	o.SessionStarted(checkpoint.Row{}, 0) // no failure since: no event
+
+	for _, status := range []string{"reserved", "unreserved", "unreserved", "lost"} {
+		o.SlotChecked(source.SlotState{Slot: "shop", Exists: true, WALStatus: status}, nil)
+	}
+	next(notify.SlotUnreserved)
+	next(notify.SlotLost)
+
+	o.Received(&source.Txn{CommitTime: time.Now().Add(-2 * time.Minute)})
+	n.ObserveLag(time.Duration(ob.state.Snapshot().LagSeconds * float64(time.Second)))
+	next(notify.LagHigh)
+	o.Committed(apply.Commit{Txns: 1, Checkpoint: checkpoint.Row{CommitTime: time.Now()}})
+	n.ObserveLag(time.Duration(ob.state.Snapshot().LagSeconds * float64(time.Second)))
+	next(notify.LagOK)
+	select {
+	case e := <-got:
+		t.Errorf("an extra event %s: %s", e.Kind, e.Message)
+	case <-time.After(200 * time.Millisecond):
 	}
 }

@@ -156,7 +156,7 @@ func runPipeline(ctx context.Context, c config, o runOptions, log *slog.Logger, 
 	if err != nil {
 		return usageError{err}
 	}
-	p := apply.New(apply.Config{CatchUp: o.catchUp, SlotWait: o.slotWait, SlotCheck: o.slotCheck, Observer: ob.state, Logger: log}, reader, target)
+	p := apply.New(apply.Config{CatchUp: o.catchUp, SlotWait: o.slotWait, SlotCheck: o.slotCheck, Observer: ob.observer(), Logger: log}, reader, target)
 	ob.streaming(ctx, log)
 	return p.Run(ctx)
 }

@@ -33,6 +33,8 @@ type observing struct {
 	srv          *service.Server   // nil without --http-addr
 	registry     *service.Registry // what srv serves
 	stopProgress func()
+	notifier     *notify.Notifier // nil without webhooks
+	stopLag      func()
 }
 
 // startObserving keeps the pipeline's state and serves it on --http-addr,
@@ -42,7 +44,7 @@ func startObserving(c config, o serviceOptions, log *slog.Logger) (*observing, e
 		return nil, usagef("invalid --ready-max-lag %s: give a positive duration, like 1m", o.maxLag)
 	}
 	spill := &source.SpillUsage{}
-	ob := &observing{state: service.NewState(c.Pipeline, spill), spill: spill, stopProgress: func() {}}
+	ob := &observing{state: service.NewState(c.Pipeline, spill), spill: spill, stopProgress: func() {}, stopLag: func() {}}
 	if o.addr == "" {
 		return ob, nil
 	}
@@ -56,8 +58,10 @@ func startObserving(c config, o serviceOptions, log *slog.Logger) (*observing, e
 	return ob, nil
 }
 
-// webhooks serves n's counts as the decant_webhook_* metrics.
+// webhooks sends the pipeline's events to n, and serves n's counts as
+// the decant_webhook_* metrics.
 func (o *observing) webhooks(n *notify.Notifier) {
+	o.notifier = n
 	if o.registry == nil {
 		return
 	}
@@ -79,13 +83,27 @@ func stallBound(targetTimeout time.Duration) time.Duration {
 	return 2 * max(targetTimeout, 2*apply.BeatInterval)
 }
 
-// streaming starts the progress line, once the pipeline streams.
+// observer is what the pipeline reports to: the state, and the events
+// for the webhooks when there are any.
+func (o *observing) observer() apply.Observer {
+	if o.notifier == nil {
+		return o.state
+	}
+	return apply.Observers{o.state, &pipelineEvents{n: o.notifier}}
+}
+
+// streaming starts the progress line and the lag alerts, once the
+// pipeline streams.
 func (o *observing) streaming(ctx context.Context, log *slog.Logger) {
 	o.stopProgress = service.StartProgress(ctx, o.state, log, service.ProgressInterval)
+	if o.notifier != nil {
+		o.stopLag = watchLag(ctx, o.state, o.notifier)
+	}
 }
 
 // stop logs the last progress line and stops the endpoint.
 func (o *observing) stop(ctx context.Context, log *slog.Logger) {
+	o.stopLag()
 	o.stopProgress()
 	if o.srv == nil {
 		return
