@@ -39,6 +39,35 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// GaveUpError is a transient failure the pipeline stopped retrying: the
+// first connection failed, the slot stayed held by another session past
+// Config.SlotWait, or failures went on past Config.RetryFor without a
+// commit. Run again later, it may well succeed (a supervisor restarts it:
+// exit code 4), unlike an error that needs a person (NeedsPerson).
+type GaveUpError struct{ Err error }
+
+func (e *GaveUpError) Error() string { return e.Err.Error() }
+func (e *GaveUpError) Unwrap() error { return e.Err }
+
+// GaveUp reports whether err ends a pipeline that gave up retrying.
+func GaveUp(err error) bool {
+	var g *GaveUpError
+	return errors.As(err, &g)
+}
+
+// NeedsPerson reports whether err stops the pipeline until someone acts:
+// what the source says needs a person (a lost slot, a full spill
+// directory), and a change the target refused for good (a constraint
+// violation, a value it cannot hold, a row that is not there), which a
+// restart would meet again at once.
+func NeedsPerson(err error) bool {
+	if source.NeedsPerson(err) {
+		return true
+	}
+	var e *Error
+	return errors.As(err, &e) && !Transient(err) && !GaveUp(err)
+}
+
 // ErrNoOldRow refuses an UPDATE or DELETE that must find its row by the
 // whole old row but came without one.
 var ErrNoOldRow = errors.New("the source sent no old values to find the row by; set REPLICA IDENTITY FULL or a primary key on the source table")

@@ -1,7 +1,10 @@
 package apply
 
 import (
+	"errors"
 	"fmt"
+	"net"
+	"syscall"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -40,5 +43,29 @@ func TestSlotBusyServerError(t *testing.T) {
 	}
 	if slotBusy(&pgconn.PgError{Code: "55000"}) {
 		t.Error("another server error is a busy slot")
+	}
+}
+
+func TestNeedsPersonAndGaveUp(t *testing.T) {
+	refused := &Error{Op: "insert", Xid: 7, Commit: 0x100, Err: errors.New("duplicate key")}
+	lost := &net.OpError{Op: "read", Err: syscall.ECONNRESET}
+	cases := []struct {
+		name           string
+		err            error
+		person, gaveUp bool
+	}{
+		{"a change refused for good", refused, true, false},
+		{"a connection lost", lost, false, false},
+		{"a change that failed on a lost connection", &Error{Op: "insert", Err: lost}, false, false},
+		{"retries given up", &GaveUpError{Err: lost}, false, true},
+		{"nothing", nil, false, false},
+	}
+	for _, c := range cases {
+		if got := NeedsPerson(c.err); got != c.person {
+			t.Errorf("%s: NeedsPerson %v, want %v", c.name, got, c.person)
+		}
+		if got := GaveUp(c.err); got != c.gaveUp {
+			t.Errorf("%s: GaveUp %v, want %v", c.name, got, c.gaveUp)
+		}
 	}
 }

@@ -70,7 +70,7 @@ const (
 	ClassNone        ErrorClass = ""             // no error
 	ClassTransient   ErrorClass = "transient"    // resumed from the checkpoint
 	ClassPermanent   ErrorClass = "permanent"    // stops the pipeline; a retry would fail the same way
-	ClassNeedsPerson ErrorClass = "needs_person" // stops the pipeline until someone acts (source.NeedsPerson)
+	ClassNeedsPerson ErrorClass = "needs_person" // stops the pipeline until someone acts (NeedsPerson)
 )
 
 // Classify sorts err as the pipeline does.
@@ -78,7 +78,7 @@ func Classify(err error) ErrorClass {
 	switch {
 	case err == nil:
 		return ClassNone
-	case source.NeedsPerson(err):
+	case NeedsPerson(err):
 		return ClassNeedsPerson
 	case Transient(err):
 		return ClassTransient

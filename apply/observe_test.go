@@ -163,8 +163,9 @@ func TestObserverHearsSessionEnds(t *testing.T) {
 	if first.Class != ClassTransient || !first.Retry || first.Wait != time.Millisecond || !first.Connected {
 		t.Errorf("first end %+v, want transient, retried after 1ms", first)
 	}
-	if second.Class != ClassPermanent || second.Retry || second.Err == nil {
-		t.Errorf("second end %+v, want permanent, not retried", second)
+	// A change the target refused for good waits for a person.
+	if second.Class != ClassNeedsPerson || second.Retry || second.Err == nil {
+		t.Errorf("second end %+v, want needs_person, not retried", second)
 	}
 }
 

@@ -37,6 +37,10 @@ type Config struct {
 	// starts again from Backoff once a session commits something. 1 s
 	// when zero.
 	Backoff time.Duration
+	// RetryFor, when positive, bounds how long transient failures may
+	// go on without a session that commits before Run gives up with a
+	// *GaveUpError; 0 retries for as long as it takes.
+	RetryFor time.Duration
 	// SlotCheck is how often, while streaming, the pipeline reads the
 	// slot on a connection of its own (a Source that is a SlotReader) and
 	// stops when it can no longer stream what the target lacks: a session
@@ -259,6 +263,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	defer p.tgt.Close(ctx)
 	var stopAt source.LSN // catch-up goal, fixed at the first successful start
 	var busySince time.Time
+	var failingSince time.Time // the start of the first session of a series that committed nothing
 	started := false
 	backoff := p.cfg.Backoff
 	for {
@@ -285,15 +290,21 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		case !started:
 			// The very first connection failed: a wrong DSN, a server that
 			// is down. Say so instead of retrying in silence.
-			return p.ended(end, err)
+			return p.ended(end, &GaveUpError{Err: err})
 		case !busySince.IsZero() && time.Since(busySince) > p.cfg.SlotWait:
-			return p.ended(end, fmt.Errorf("%w (another decant run, or a session that has not yet noticed its client died, still uses the slot after %s; stop the other run)", err, p.cfg.SlotWait))
+			return p.ended(end, &GaveUpError{Err: fmt.Errorf("%w (another decant run, or a session that has not yet noticed its client died, still uses the slot after %s; stop the other run)", err, p.cfg.SlotWait)})
 		}
 		// A session that committed got through to source and target
 		// alike: the fault that ended it is the first of a new series, not
 		// one more of the last.
 		if p.commits > commits || time.Since(began) > time.Minute {
 			backoff = p.cfg.Backoff
+		}
+		if p.commits > commits || failingSince.IsZero() {
+			failingSince = began
+		}
+		if p.cfg.RetryFor > 0 && time.Since(failingSince) > p.cfg.RetryFor {
+			return p.ended(end, &GaveUpError{Err: fmt.Errorf("%w (still failing after %s of retries without a commit: --retry-for)", err, p.cfg.RetryFor.Round(time.Second))})
 		}
 		wait := backoff
 		var replay *ReplayError

@@ -158,3 +158,27 @@ func TestSlotConsumedIsPermanent(t *testing.T) {
 		t.Errorf("streamed %d times, want once", len(src.starts))
 	}
 }
+
+// TestRetryForGivesUp: sessions that keep failing without a commit end
+// Run with a *GaveUpError once RetryFor has passed; a session that
+// commits starts the count again.
+func TestRetryForGivesUp(t *testing.T) {
+	src := &fakeSource{server: source.Server{SystemID: "sys", WALEnd: 0x608}}
+	src.sessions = append(src.sessions, script{chunks: txn(1, 0x100, 1), end: io.ErrUnexpectedEOF})
+	for range 200 {
+		src.sessions = append(src.sessions, script{end: io.ErrUnexpectedEOF})
+	}
+	tgt := &recordingTarget{cp: checkpoint.Row{SystemID: "sys", End: 0x10}}
+	p := New(Config{IdleAdvance: time.Nanosecond, Backoff: time.Millisecond, RetryFor: 30 * time.Millisecond}, src, tgt)
+	began := time.Now()
+	err := p.Run(t.Context())
+	if !GaveUp(err) || NeedsPerson(err) || !strings.Contains(err.Error(), "--retry-for") {
+		t.Fatalf("Run ended with %v, want a GaveUpError naming --retry-for", err)
+	}
+	if took := time.Since(began); took < 30*time.Millisecond || took > 5*time.Second {
+		t.Errorf("gave up after %s, want a little over RetryFor", took)
+	}
+	if p.Acked() <= 0x100 {
+		t.Errorf("acked %s, want past the transaction committed at 0/100", p.Acked())
+	}
+}

@@ -128,8 +128,8 @@ func TestApplyFailure(t *testing.T) {
 
 	hook := newWebhookReceiver(t)
 	_, errOut, code := p.decant("run", "--webhook", hook.URL, "--webhook-secret", "k")
-	if code != 1 {
-		t.Fatalf("run over a rejected row: exit %d\n%s", code, errOut)
+	if code != 3 {
+		t.Fatalf("run over a rejected row: exit %d, want 3 (needs a person)\n%s", code, errOut)
 	}
 	oneLineError(t, "check violation", errOut, "xid "+xid, "public.items", "check constraint", "commit ")
 	events := hook.events()
@@ -172,8 +172,8 @@ func TestTargetProblems(t *testing.T) {
 
 	psql(t, p.src, `INSERT INTO narrow VALUES (1, '`+secret+`');`)
 	_, errOut, code := p.decant("run", "--catch-up")
-	if code != 1 {
-		t.Errorf("value too long: exit %d", code)
+	if code != 3 {
+		t.Errorf("value too long: exit %d, want 3", code)
 	}
 	oneLineError(t, "too long", errOut, "public.narrow", "too long", "22001")
 	psql(t, p.tgt, `ALTER TABLE narrow ALTER v TYPE text;`)
@@ -182,8 +182,8 @@ func TestTargetProblems(t *testing.T) {
 	psql(t, p.tgt, `DROP TABLE keep;`)
 	psql(t, p.src, `INSERT INTO keep VALUES (1);`)
 	_, errOut, code = p.decant("run", "--catch-up")
-	if code != 1 {
-		t.Errorf("dropped target table: exit %d", code)
+	if code != 3 {
+		t.Errorf("dropped target table: exit %d, want 3", code)
 	}
 	oneLineError(t, "missing table", errOut, "public.keep", "does not exist", "create it on the target")
 	psql(t, p.tgt, `CREATE TABLE keep (id integer PRIMARY KEY);`)
@@ -203,8 +203,8 @@ func TestTargetProblems(t *testing.T) {
 	})
 	start := time.Now()
 	_, errOut, code = p.decant("run", "--slot-wait", "2s")
-	if code != 1 {
-		t.Errorf("second run on an active slot: exit %d", code)
+	if code != 4 {
+		t.Errorf("second run on an active slot: exit %d, want 4 (gave up)", code)
 	}
 	oneLineError(t, "slot in use", errOut, "is active", "stop the other run")
 	if d := time.Since(start); d > 20*time.Second {
@@ -235,8 +235,8 @@ func TestDivergedTarget(t *testing.T) {
 	psql(t, p.src, `DO $$ BEGIN FOR i IN 1..30 LOOP UPDATE acct SET bal = bal + 1 WHERE id <= 5; COMMIT; END LOOP; END $$;`)
 
 	_, errOut, code := p.decant("run", "--catch-up")
-	if code != 1 {
-		t.Fatalf("run over a diverged target: exit %d\n%s", code, errOut)
+	if code != 3 {
+		t.Fatalf("run over a diverged target: exit %d, want 3\n%s", code, errOut)
 	}
 	oneLineError(t, "diverged", errOut, "apply update at xid "+xid+" commit ", "public.acct", "no target row matches")
 	if !strings.Contains(errOut, "applies them again one by one") {

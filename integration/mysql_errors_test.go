@@ -38,8 +38,8 @@ func TestMySQLTargetProblems(t *testing.T) {
 	}
 	psql(t, p.src, `INSERT INTO narrow VALUES (1, '`+secret+`');`)
 	_, errOut, code = p.decant("run", "--catch-up")
-	if code != 1 {
-		t.Errorf("value too long: exit %d", code)
+	if code != 3 {
+		t.Errorf("value too long: exit %d, want 3", code)
 	}
 	oneLineError(t, "too long", errOut, "public.narrow", "column v", "VARCHAR(5)", "--on-unrepresentable")
 	p.mustDecant("run", "--catch-up", "--on-unrepresentable", "clamp")
@@ -49,8 +49,8 @@ func TestMySQLTargetProblems(t *testing.T) {
 
 	psql(t, p.src, `INSERT INTO big VALUES (1, repeat('x', 20 * 1024 * 1024));`)
 	_, errOut, code = p.decant("run", "--catch-up")
-	if code != 1 {
-		t.Errorf("row over max_allowed_packet: exit %d", code)
+	if code != 3 {
+		t.Errorf("row over max_allowed_packet: exit %d, want 3", code)
 	}
 	oneLineError(t, "packet", errOut, "public.big", "max_allowed_packet")
 }

@@ -95,8 +95,8 @@ func TestSecondRunUnderLoad(t *testing.T) {
 		if strings.Contains(errOut, "consumed") {
 			t.Fatalf("second run %d on a live pipeline claims the slot was consumed:\n%s", i+1, errOut)
 		}
-		if code != 1 {
-			t.Errorf("second run %d: exit %d, want 1", i+1, code)
+		if code != 4 {
+			t.Errorf("second run %d: exit %d, want 4 (gave up)", i+1, code)
 		}
 		oneLineError(t, "second run under load", errOut, "still uses the slot", "stop the other run")
 		if took < 2*time.Second {
@@ -171,8 +171,8 @@ func TestGaussSecondRun(t *testing.T) {
 		if strings.Contains(errOut, "consumed") {
 			t.Fatalf("second run %d on a live pipeline claims the slot was consumed:\n%s", i+1, errOut)
 		}
-		if code != 1 {
-			t.Errorf("second run %d: exit %d, want 1", i+1, code)
+		if code != 4 {
+			t.Errorf("second run %d: exit %d, want 4 (gave up)", i+1, code)
 		}
 		oneLineError(t, "second GaussDB run", errOut, "is active", "still uses the slot")
 	}

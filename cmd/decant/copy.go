@@ -61,6 +61,7 @@ decant cutover.`,
 	addServiceFlags(cmd, &ro.service)
 	cmd.Flags().BoolVar(&ro.catchUp, "catch-up", false, "exit 0 once the target has what the source committed before streaming began")
 	cmd.Flags().DurationVar(&ro.slotWait, "slot-wait", 60*time.Second, "how long to keep retrying while the slot is held by another session")
+	cmd.Flags().DurationVar(&ro.retryFor, "retry-for", 0, "give up (exit 4) when transient failures go on this long without a commit; 0 retries for as long as it takes")
 	return cmd
 }
 

@@ -20,9 +20,13 @@
 // become output.
 //
 // Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error,
-// 3 needs a person, not retried: the spill directory is full, or the slot
-// can no longer stream what the target lacks (missing, invalidated,
-// consumed past the checkpoint).
+// 3 needs a person, not retried: the target refused a change for good (a
+// constraint violation, a value it cannot hold, a row it lacks), the spill
+// directory is full, or the slot can no longer stream what the target
+// lacks (missing, invalidated, consumed past the checkpoint); 4 gave up
+// after transient failures (the first connection failed, the slot stayed
+// busy past --slot-wait, --retry-for ran out): starting it again later may
+// well succeed.
 package main
 
 import (
@@ -36,9 +40,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/decant/decant/apply"
 	"github.com/decant/decant/apply/migrate"
 	"github.com/decant/decant/apply/mysql"
-	"github.com/decant/decant/source"
 )
 
 func main() {
@@ -61,8 +65,11 @@ func report(err error) int {
 		strings.HasPrefix(msg, "unknown flag") || strings.HasPrefix(msg, "unknown shorthand") {
 		return 2
 	}
-	if source.NeedsPerson(err) {
+	if apply.NeedsPerson(err) {
 		return 3
+	}
+	if apply.GaveUp(err) {
+		return 4
 	}
 	return 1
 }
@@ -71,6 +78,17 @@ func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "decant",
 		Short:         "Apply a source database's logical replication stream to a target, in commit order, exactly once",
+		Long: `Apply a source database's logical replication stream to a target, in commit order, exactly once.
+
+Exit codes:
+  0  success (a clean stop on SIGINT or SIGTERM, or --catch-up reached its goal)
+  1  runtime failure
+  2  usage or configuration error
+  3  needs a person, not worth a restart: the target refused a change for good
+     (constraint violation, a value it cannot hold, a row it lacks), the spill
+     directory is full, or the slot can no longer stream what the target lacks
+  4  gave up after transient failures (the first connection failed, the slot
+     stayed busy past --slot-wait, --retry-for ran out): restart it later`,
 		Version:       readVersion().String(),
 		SilenceErrors: true,
 		SilenceUsage:  true,

@@ -186,7 +186,10 @@ type pipelineEvents struct {
 }
 
 func (e *pipelineEvents) SessionEnded(s apply.SessionEnd) {
-	if !s.Retry || s.Err == nil {
+	var replay *apply.ReplayError
+	if !s.Retry || s.Err == nil || errors.As(s.Err, &replay) {
+		// A replay change by change (to name the change a set-based
+		// statement failed on) is no failure to recover from.
 		return
 	}
 	e.mu.Lock()

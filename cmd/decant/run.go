@@ -74,6 +74,7 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 	addServiceFlags(cmd, &o.service)
 	cmd.Flags().BoolVar(&o.catchUp, "catch-up", false, "exit 0 once everything committed on the source before the start is applied")
 	cmd.Flags().DurationVar(&o.slotWait, "slot-wait", 60*time.Second, "how long to keep retrying while the slot is held by another session before giving up")
+	cmd.Flags().DurationVar(&o.retryFor, "retry-for", 0, "give up (exit 4) when transient failures go on this long without a commit; 0 retries for as long as it takes")
 	// How often the slot is checked while streaming: hidden, for tests
 	// that cannot wait the 30 s default.
 	cmd.Flags().DurationVar(&o.slotCheck, "slot-check-interval", 30*time.Second, "how often to check the slot on a side connection while streaming")
@@ -111,6 +112,7 @@ func startCPUProfile(path string) (stop func() error, err error) {
 type runOptions struct {
 	catchUp   bool          // --catch-up
 	slotWait  time.Duration // --slot-wait
+	retryFor  time.Duration // --retry-for
 	slotCheck time.Duration // --slot-check-interval (run only; 0: the pipeline's default)
 	service   serviceOptions
 }
@@ -156,7 +158,7 @@ func runPipeline(ctx context.Context, c config, o runOptions, log *slog.Logger, 
 	if err != nil {
 		return usageError{err}
 	}
-	p := apply.New(apply.Config{CatchUp: o.catchUp, SlotWait: o.slotWait, SlotCheck: o.slotCheck, Observer: ob.observer(), Logger: log}, reader, target)
+	p := apply.New(apply.Config{CatchUp: o.catchUp, SlotWait: o.slotWait, RetryFor: o.retryFor, SlotCheck: o.slotCheck, Observer: ob.observer(), Logger: log}, reader, target)
 	ob.streaming(ctx, log)
 	return p.Run(ctx)
 }
