@@ -76,8 +76,8 @@ func report(err error) int {
 
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "decant",
-		Short:         "Apply a source database's logical replication stream to a target, in commit order, exactly once",
+		Use:   "decant",
+		Short: "Apply a source database's logical replication stream to a target, in commit order, exactly once",
 		Long: `Apply a source database's logical replication stream to a target, in commit order, exactly once.
 
 Exit codes:
