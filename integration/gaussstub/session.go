@@ -156,13 +156,13 @@ func (c *session) startupParams(body []byte) error {
 
 // storedPassword is what the server keeps for the configured password: the
 // sha256 keys (salt, ServerKey, StoredKey at the configured iteration
-// count) and, for md5_sha256, the same at 2048 iterations, the count that
-// JDBC's MD5_SHA256encode assumes.
+// count), and the text pg_authid holds: "sha256", the three as hex, and the
+// iteration count as user.cpp encode_iteration writes it.
 type storedPassword struct {
-	salt                   []byte
-	serverKey, storedKey   []byte
-	server2048, stored2048 []byte
-	iterations             int
+	salt                 []byte
+	serverKey, storedKey []byte
+	iterations           int
+	text                 string
 }
 
 func newStoredPassword(password string, iterations int) (storedPassword, error) {
@@ -172,8 +172,21 @@ func newStoredPassword(password string, iterations int) (storedPassword, error) 
 	if p.serverKey, p.storedKey, err = sha256Keys(password, p.salt, iterations); err != nil {
 		return p, err
 	}
-	p.server2048, p.stored2048, err = sha256Keys(password, p.salt, 2048)
-	return p, err
+	p.text = "sha256" + hex.EncodeToString(p.salt) + hex.EncodeToString(p.serverKey) + hex.EncodeToString(p.storedKey) +
+		iterationText(iterations)
+	return p, nil
+}
+
+// iterationText is user.cpp encode_iteration: 11 characters, each a
+// letter of "ecdfdcefade" moved up by one decimal digit of n, the least
+// significant first.
+func iterationText(n int) string {
+	out := []byte("ecdfdcefade")
+	for i := range out {
+		out[i] += byte(n % 10)
+		n /= 10
+	}
+	return string(out)
 }
 
 // sha256Keys derives what openGauss's pg_sha256_encrypt stores.
@@ -245,8 +258,10 @@ func (c *session) authenticate() error {
 		if err != nil {
 			return err
 		}
-		stored := saltHex + hex.EncodeToString(k.server2048) + hex.EncodeToString(k.stored2048)
-		ok = ok && answer == "md5"+md5Hex([]byte(stored), salt)
+		// crypt.cpp crypt_verify, uaMD5 with an isSHA256 stored
+		// password: pg_md5_encrypt(shadow_pass + SHA256_LENGTH, md5Salt),
+		// the MD5 of everything after "sha256", iteration text included.
+		ok = ok && answer == "md5"+md5Hex([]byte(k.text[len("sha256"):]), salt)
 	case "sha256":
 		answer, token, err := c.askSHA256()
 		if err != nil {

@@ -40,7 +40,9 @@ type Config struct {
 	// (and 'h' heartbeats when asked for); 1 s when zero.
 	KeepaliveInterval time.Duration
 	// Iterations is the PBKDF2 iteration count of the stored sha256
-	// password; 10000 (the server's ITERATION_COUNT) when zero.
+	// password; 10000 (the server's ITERATION_COUNT) when zero. sha256
+	// sends it; md5_sha256 does not, and checks the answer against the
+	// stored text, count included (crypt.cpp crypt_verify).
 	Iterations int
 	// StartLSN is the WAL end before any transaction is appended; slots
 	// created on an empty script start there. 0/1000000 when zero.
@@ -83,8 +85,8 @@ type Server struct {
 	cfg     Config
 	flavour *flavour
 	keys    storedPassword
-	ln   net.Listener
-	wg   sync.WaitGroup // the accept loop and every session
+	ln      net.Listener
+	wg      sync.WaitGroup // the accept loop and every session
 
 	mu       sync.Mutex
 	items    []item // append-only; an appended item is never modified

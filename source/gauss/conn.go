@@ -33,6 +33,11 @@ type ConnConfig struct {
 	// application_name, TimeZone, DateStyle).
 	Params         map[string]string
 	ConnectTimeout time.Duration // 0 = no limit beyond the context's
+	// AuthIterations is the iteration count the user's SHA256 password was
+	// stored with (the server's auth_iteration_count when it was set),
+	// needed only when pg_hba says md5 for such a password (request code
+	// 11, which does not send it); 0 means the server's default, 10000.
+	AuthIterations int
 }
 
 const (
@@ -67,7 +72,8 @@ func (c ConnConfig) Validate() error {
 // opengauss://... (also postgres:// and postgresql:// for convenience).
 // Query parameters: connect_timeout (seconds, default 10), sslmode
 // (disable, allow or prefer: decant always uses plain TCP), replication
-// (database); any other parameter goes to the startup packet. The port
+// (database), auth_iteration_count (see ConnConfig.AuthIterations); any
+// other parameter goes to the startup packet. The port
 // defaults to 5432 and the database to the user name.
 func ParseDSN(dsn string) (ConnConfig, error) {
 	const form = "want gaussdb://user:password@host:port/database"
@@ -143,6 +149,14 @@ func (c *ConnConfig) applyQuery(q url.Values) error {
 			}
 		case "sslcert", "sslkey", "sslrootcert", "sslpassword", "sslcrl":
 			return fmt.Errorf("invalid DSN: %s: TLS to GaussDB is not supported yet", k)
+		case "auth_iteration_count":
+			// The server's GUC of that name, as it was
+			// when the password was set; decant's, not sent.
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 2048 || n > maxIteration {
+				return fmt.Errorf("invalid DSN: auth_iteration_count %q is not a number from 2048 to 10000000", v)
+			}
+			c.AuthIterations = n
 		case "replication":
 			if v != "database" {
 				return fmt.Errorf("invalid DSN: replication=%q, only replication=database is supported", v)
@@ -276,7 +290,7 @@ func handshake(nc net.Conn, cfg ConnConfig) (*pgconn.HijackedConn, error) {
 		}
 		switch typ {
 		case 'R':
-			answer, done, err := authAnswer(body, cfg.User, cfg.Password)
+			answer, done, err := authAnswer(body, cfg.User, cfg.Password, cfg.AuthIterations)
 			if err != nil {
 				return nil, err
 			}

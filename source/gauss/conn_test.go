@@ -211,3 +211,25 @@ func TestConnParseDSNErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestConnectMD5OverSHA256Iterations: with pg_hba md5 and a password
+// stored as SHA256 at a count other than the default, the code-11 request
+// does not say the count, so the DSN must (auth_iteration_count).
+func TestConnectMD5OverSHA256Iterations(t *testing.T) {
+	srv, err := gaussstub.Start(gaussstub.Config{User: "repl", Password: testPassword, AuthMethod: "md5_sha256", Iterations: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	if _, err := connectDSN(t, srv.DSN("postgres")); err == nil || !strings.Contains(err.Error(), "Invalid username/password") {
+		t.Errorf("default count against a 4096-iteration password: %v", err)
+	}
+	conn, err := connectDSN(t, srv.DSN("postgres")+"?auth_iteration_count=4096")
+	if err != nil {
+		t.Fatalf("auth_iteration_count=4096: %v", err)
+	}
+	conn.Close(context.Background())
+	if _, err := gauss.ParseDSN(srv.DSN("postgres") + "?auth_iteration_count=100"); err == nil || !strings.Contains(err.Error(), "auth_iteration_count") {
+		t.Errorf("auth_iteration_count=100: %v", err)
+	}
+}
