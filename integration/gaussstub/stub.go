@@ -15,6 +15,7 @@
 package gaussstub
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/url"
@@ -52,6 +53,11 @@ type Config struct {
 	// columns, in CSN-ordered slots and in the decoding options their
 	// parsers take (flavours.go).
 	Flavour string
+	// TLS, when set, makes the server answer SSLRequest with 'S' and a
+	// handshake with this configuration; RequireTLS refuses sessions
+	// without it, as a hostssl-only pg_hba.conf does.
+	TLS        *tls.Config
+	RequireTLS bool
 }
 
 // Txn is one scripted transaction. Records are BEGIN, the changes and
