@@ -1,6 +1,7 @@
 package gauss
 
 import (
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -454,6 +455,7 @@ func TestOptionDocTable(t *testing.T) {
 	rangeRow := regexp.MustCompile("^`([a-z-]+)1` … `([a-z-]+)9`$")
 	single := regexp.MustCompile("^`([a-z0-9-]+)`$")
 	documented := map[string]string{}
+	ogDocumented := map[string]string{} // the openGauss column
 	for _, line := range strings.Split(section, "\n") {
 		if !strings.HasPrefix(line, "| `") {
 			continue
@@ -480,6 +482,28 @@ func TestOptionDocTable(t *testing.T) {
 				t.Errorf("%s documented twice", name)
 			}
 			documented[name] = typ
+			if len(cells) > 6 {
+				ogDocumented[name] = strings.TrimSpace(cells[6])
+			}
+		}
+	}
+	// The openGauss column must say what CheckServer enforces.
+	for name, cell := range ogDocumented {
+		og := openGaussOptions[name]
+		want := "—"
+		switch {
+		case og.serial && og.parallel:
+			want = "S P"
+		case og.serial:
+			want = "S"
+		case og.parallel:
+			want = "P"
+		}
+		if og.max != 0 {
+			want += fmt.Sprintf(" (0–%d)", og.max)
+		}
+		if cell != want {
+			t.Errorf("docs/gaussdb.md gives %s %q in the openGauss column, CheckServer %q", name, cell, want)
 		}
 	}
 	for name, typ := range documented {
