@@ -186,7 +186,7 @@ func TestGaussDDL(t *testing.T) {
 			if r.json {
 				work = jsonWork
 			}
-			runGauss(t, q, work, ddlOptions(r.format, r.json), func(srv *gaussstub.Server) {
+			runGauss(t, q, work, "gaussdb", ddlOptions(r.format, r.json), func(srv *gaussstub.Server) {
 				srv.SetTables(tables...)
 			}, "--ddl", "--create-tables")
 			if q.targetHasTable("other") {

@@ -17,7 +17,8 @@ var (
 	reCurrentXlog   = regexp.MustCompile(`(?is)^\s*SELECT\s+pg_current_xlog_location\s*\(\s*\)\s*;?\s*$`)
 	reAddPosition   = regexp.MustCompile(`(?is)^\s*SELECT\s+gs_add_logical_decoding_position_xlog\s*\(\s*\)\s*;?\s*$`)
 	reStartRepl     = regexp.MustCompile(`(?is)^\s*START_REPLICATION\b`)
-	reSlotQuery     = regexp.MustCompile(`(?is)^\s*SELECT\s+plugin\s*,\s*confirmed_flush\s*,\s*confirmed_csn\s*,\s*active\s+FROM\s+pg_replication_slots\s+WHERE\s+slot_name\s*=\s*` + literal + `\s*;?\s*$`)
+	reVersion       = regexp.MustCompile(`(?is)^\s*SELECT\s+(?:pg_catalog\.)?version\s*\(\s*\)\s*;?\s*$`)
+	reSlotQuery     = regexp.MustCompile(`(?is)^\s*SELECT\s+([a-z_]+(?:\s*,\s*[a-z_]+)*)\s+FROM\s+(?:pg_catalog\.)?pg_replication_slots\s+WHERE\s+slot_name\s*=\s*` + literal + `\s*;?\s*$`)
 	reCreateSlot    = regexp.MustCompile(`(?is)^\s*SELECT\s+\*\s+FROM\s+pg_create_logical_replication_slot\s*\(\s*` + literal + `\s*,\s*` + literal + `\s*(?:,\s*(\d+)\s*)?\)\s*;?\s*$`)
 	reDropSlot      = regexp.MustCompile(`(?is)^\s*SELECT\s+pg_drop_replication_slot\s*\(\s*` + literal + `\s*\)\s*;?\s*$`)
 	knownSlotPlugin = map[string]bool{
@@ -68,6 +69,8 @@ func (c *session) query(q string) error {
 			return c.sqlError("42601", `syntax error at or near "START_REPLICATION"`)
 		}
 		return c.startReplication(q)
+	case reVersion.MatchString(q):
+		return c.rows("", []string{"version"}, []string{c.srv.flavour.version})
 	case reCurrentXlog.MatchString(q):
 		c.srv.mu.Lock()
 		end := c.srv.end
@@ -85,7 +88,7 @@ func (c *session) query(q string) error {
 		return err
 	}
 	if m := reSlotQuery.FindStringSubmatch(q); m != nil {
-		return c.slotQuery(unquote(m[1]))
+		return c.slotQuery(strings.Split(m[1], ","), unquote(m[2]))
 	}
 	if m := reCreateSlot.FindStringSubmatch(q); m != nil {
 		return c.createSlot(unquote(m[1]), unquote(m[2]), m[3])
@@ -96,18 +99,32 @@ func (c *session) query(q string) error {
 	return c.sqlError("0A000", "stand-in does not support: "+q)
 }
 
-func (c *session) slotQuery(name string) error {
-	cols := []string{"plugin", "confirmed_flush", "confirmed_csn", "active"}
+// slotQuery answers a SELECT of some of pg_replication_slots' columns,
+// with the columns the flavour's view has: openGauss's system_views.sql
+// (CREATE VIEW pg_replication_slots) has no confirmed_csn, and a query
+// naming it fails as the real server's would.
+func (c *session) slotQuery(names []string, slotName string) error {
+	cols := make([]string, len(names))
+	for i, n := range names {
+		cols[i] = strings.ToLower(strings.TrimSpace(n))
+		if !c.srv.flavour.slotColumns[cols[i]] {
+			return c.sqlError("42703", fmt.Sprintf(`column "%s" does not exist`, cols[i]))
+		}
+	}
 	s := c.srv
 	s.mu.Lock()
-	sl, ok := s.slots[name]
+	sl, ok := s.slots[slotName]
 	var row []string
 	if ok {
 		active := "f"
 		if sl.active {
 			active = "t"
 		}
-		row = []string{sl.plugin, sl.confirmedFlush.String(), decimal(sl.confirmedCSN), active}
+		values := map[string]string{"slot_name": slotName, "plugin": sl.plugin, "slot_type": "logical",
+			"confirmed_flush": sl.confirmedFlush.String(), "confirmed_csn": decimal(sl.confirmedCSN), "active": active}
+		for _, col := range cols {
+			row = append(row, values[col])
+		}
 	}
 	s.mu.Unlock()
 	if !ok {
@@ -118,6 +135,11 @@ func (c *session) slotQuery(name string) error {
 
 func (c *session) createSlot(name, plugin, order string) error {
 	csn := false
+	if order != "" && !c.srv.flavour.csnSlots {
+		// openGauss's pg_create_logical_replication_slot takes two
+		// arguments, or four (with LSNs): builtin_funcs.ini.
+		return c.sqlError("42883", "function pg_create_logical_replication_slot(unknown, unknown, integer) does not exist")
+	}
 	switch order {
 	case "", "0":
 	case "1":

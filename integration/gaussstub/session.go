@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"crypto/sha1"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -22,7 +23,8 @@ import (
 // session is one client connection.
 type session struct {
 	srv  *Server
-	conn net.Conn
+	conn net.Conn // the socket; closing it ends the session
+	rw   net.Conn // what messages go through: conn, or TLS over it
 	pid  uint32
 	done chan struct{} // closed when serve has returned
 
@@ -39,15 +41,19 @@ type session struct {
 var errClosed = errors.New("session closed")
 
 func newSession(s *Server, c net.Conn, pid uint32) *session {
-	return &session{srv: s, conn: c, pid: pid, done: make(chan struct{})}
+	return &session{srv: s, conn: c, rw: c, pid: pid, done: make(chan struct{})}
 }
 
 func (c *session) serve() {
 	defer c.conn.Close()
 	// The backend only buffers what Receive reads; startup reads the
 	// startup packet from the connection directly.
-	c.be = pgproto3.NewBackend(c.conn, c.conn)
+	c.be = pgproto3.NewBackend(c.rw, c.rw)
 	if err := c.startup(); err != nil {
+		return
+	}
+	if c.srv.cfg.RequireTLS && c.rw == c.conn {
+		c.fatal("28000", `no pg_hba.conf entry for host "127.0.0.1", user "`+c.user+`", SSL off`)
 		return
 	}
 	if err := c.authenticate(); err != nil {
@@ -89,7 +95,7 @@ const (
 func (c *session) startup() error {
 	for {
 		var hdr [8]byte
-		if _, err := io.ReadFull(c.conn, hdr[:]); err != nil {
+		if _, err := io.ReadFull(c.rw, hdr[:]); err != nil {
 			return err
 		}
 		n := binary.BigEndian.Uint32(hdr[:4])
@@ -97,12 +103,17 @@ func (c *session) startup() error {
 			return errClosed
 		}
 		body := make([]byte, n-8)
-		if _, err := io.ReadFull(c.conn, body); err != nil {
+		if _, err := io.ReadFull(c.rw, body); err != nil {
 			return err
 		}
 		switch code := binary.BigEndian.Uint32(hdr[4:]); code {
-		case sslRequestCode, gssEncRequestCode:
-			if _, err := c.conn.Write([]byte{'N'}); err != nil {
+		case sslRequestCode:
+			if err := c.answerSSLRequest(); err != nil {
+				return err
+			}
+			continue
+		case gssEncRequestCode:
+			if _, err := c.rw.Write([]byte{'N'}); err != nil {
 				return err
 			}
 			continue
@@ -116,6 +127,28 @@ func (c *session) startup() error {
 			return c.startupParams(body)
 		}
 	}
+}
+
+// answerSSLRequest answers 'S' and runs the TLS handshake when the server
+// has a certificate (Config.TLS), as postmaster.cpp ProcessStartupPacket
+// does with ssl = on; 'N' otherwise. The startup packet then comes over
+// TLS.
+func (c *session) answerSSLRequest() error {
+	cfg := c.srv.cfg.TLS
+	if cfg == nil || c.rw != c.conn {
+		_, err := c.rw.Write([]byte{'N'})
+		return err
+	}
+	if _, err := c.conn.Write([]byte{'S'}); err != nil {
+		return err
+	}
+	tc := tls.Server(c.conn, cfg)
+	if err := tc.Handshake(); err != nil {
+		return err
+	}
+	c.rw = tc
+	c.be = pgproto3.NewBackend(tc, tc)
+	return nil
 }
 
 func (c *session) startupParams(body []byte) error {
@@ -156,13 +189,13 @@ func (c *session) startupParams(body []byte) error {
 
 // storedPassword is what the server keeps for the configured password: the
 // sha256 keys (salt, ServerKey, StoredKey at the configured iteration
-// count) and, for md5_sha256, the same at 2048 iterations, the count that
-// JDBC's MD5_SHA256encode assumes.
+// count), and the text pg_authid holds: "sha256", the three as hex, and the
+// iteration count as user.cpp encode_iteration writes it.
 type storedPassword struct {
-	salt                   []byte
-	serverKey, storedKey   []byte
-	server2048, stored2048 []byte
-	iterations             int
+	salt                 []byte
+	serverKey, storedKey []byte
+	iterations           int
+	text                 string
 }
 
 func newStoredPassword(password string, iterations int) (storedPassword, error) {
@@ -172,8 +205,21 @@ func newStoredPassword(password string, iterations int) (storedPassword, error) 
 	if p.serverKey, p.storedKey, err = sha256Keys(password, p.salt, iterations); err != nil {
 		return p, err
 	}
-	p.server2048, p.stored2048, err = sha256Keys(password, p.salt, 2048)
-	return p, err
+	p.text = "sha256" + hex.EncodeToString(p.salt) + hex.EncodeToString(p.serverKey) + hex.EncodeToString(p.storedKey) +
+		iterationText(iterations)
+	return p, nil
+}
+
+// iterationText is user.cpp encode_iteration: 11 characters, each a
+// letter of "ecdfdcefade" moved up by one decimal digit of n, the least
+// significant first.
+func iterationText(n int) string {
+	out := []byte("ecdfdcefade")
+	for i := range out {
+		out[i] += byte(n % 10)
+		n /= 10
+	}
+	return string(out)
 }
 
 // sha256Keys derives what openGauss's pg_sha256_encrypt stores.
@@ -245,8 +291,10 @@ func (c *session) authenticate() error {
 		if err != nil {
 			return err
 		}
-		stored := saltHex + hex.EncodeToString(k.server2048) + hex.EncodeToString(k.stored2048)
-		ok = ok && answer == "md5"+md5Hex([]byte(stored), salt)
+		// crypt.cpp crypt_verify, uaMD5 with an isSHA256 stored
+		// password: pg_md5_encrypt(shadow_pass + SHA256_LENGTH, md5Salt),
+		// the MD5 of everything after "sha256", iteration text included.
+		ok = ok && answer == "md5"+md5Hex([]byte(k.text[len("sha256"):]), salt)
 	case "sha256":
 		answer, token, err := c.askSHA256()
 		if err != nil {
@@ -333,7 +381,7 @@ func (c *session) askUnsupported(req *authRequest) error {
 	if err := c.send(req); err != nil {
 		return err
 	}
-	io.Copy(io.Discard, c.conn)
+	io.Copy(io.Discard, c.rw)
 	return errClosed
 }
 

@@ -241,14 +241,17 @@ func valueError(o option) error {
 	return fmt.Errorf(`could not parse value "%s" for parameter "%s"`, o.text(), o.name)
 }
 
-// validate checks every option for the chosen path and the slot's kind.
-func (cmd startCmd) validate(parallel, csnSlot bool) (sessionOptions, error) {
+// validate checks every option for the chosen path and the slot's kind,
+// with the flavour's parser.
+func (cmd startCmd) validate(fl *flavour, parallel, csnSlot bool) (sessionOptions, error) {
 	so := sessionOptions{parallel: parallel, style: 'm', includeXids: true, includeTimestamp: !parallel}
+	known := fl.serial
 	if parallel {
 		so.style = 'b'
+		known = fl.parallel
 	}
 	for _, o := range cmd.options {
-		if !serialOptions[o.name] && !(parallel && parallelOnly[o.name]) {
+		if !known[o.name] {
 			return so, fmt.Errorf(`option "%s" = "%s" is unknown`, o.name, o.text())
 		}
 		if boolOptions[o.name] {
@@ -285,6 +288,14 @@ func (cmd startCmd) validate(parallel, csnSlot bool) (sessionOptions, error) {
 				return so, valueError(o)
 			}
 			so.batch = v == "1"
+		case "max-txn-in-memory", "max-reorderbuffer-in-memory":
+			limit := memorySerialMax
+			if parallel {
+				limit = fl.memoryMax
+			}
+			if n, err := strconv.Atoi(v); err != nil || n < 0 || (limit > 0 && n > limit) {
+				return so, valueError(o)
+			}
 		case "output-order":
 			if v != "0" && v != "1" {
 				return so, valueError(o)

@@ -41,7 +41,7 @@ func (c *session) startParallel(cmd startCmd) error {
 	if !ok {
 		return c.sqlError("XX000", "Invalid logical replication slot "+cmd.slot+".")
 	}
-	opts, err := cmd.validate(true, csn)
+	opts, err := cmd.validate(c.srv.flavour, true, csn)
 	if err != nil {
 		return c.sqlError("22023", err.Error())
 	}
@@ -77,7 +77,7 @@ func (c *session) startSerial(cmd startCmd) error {
 	if err := c.send(&pgproto3.CopyBothResponse{}); err != nil {
 		return err
 	}
-	opts, err := cmd.validate(false, csn)
+	opts, err := cmd.validate(c.srv.flavour, false, csn)
 	if err != nil {
 		c.send(&pgproto3.ErrorResponse{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: "22023", Message: err.Error()})
 		return errClosed

@@ -15,6 +15,7 @@
 package gaussstub
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/url"
@@ -40,11 +41,23 @@ type Config struct {
 	// (and 'h' heartbeats when asked for); 1 s when zero.
 	KeepaliveInterval time.Duration
 	// Iterations is the PBKDF2 iteration count of the stored sha256
-	// password; 10000 (the server's ITERATION_COUNT) when zero.
+	// password; 10000 (the server's ITERATION_COUNT) when zero. sha256
+	// sends it; md5_sha256 does not, and checks the answer against the
+	// stored text, count included (crypt.cpp crypt_verify).
 	Iterations int
 	// StartLSN is the WAL end before any transaction is appended; slots
 	// created on an empty script start there. 0/1000000 when zero.
 	StartLSN source.LSN
+	// Flavour is the server the stand-in plays: "gaussdb" (the default)
+	// or "opengauss". They differ in version(), in pg_replication_slots'
+	// columns, in CSN-ordered slots and in the decoding options their
+	// parsers take (flavours.go).
+	Flavour string
+	// TLS, when set, makes the server answer SSLRequest with 'S' and a
+	// handshake with this configuration; RequireTLS refuses sessions
+	// without it, as a hostssl-only pg_hba.conf does.
+	TLS        *tls.Config
+	RequireTLS bool
 }
 
 // Txn is one scripted transaction. Records are BEGIN, the changes and
@@ -75,10 +88,11 @@ type slot struct {
 
 // Server is a running stand-in. All methods are safe for concurrent use.
 type Server struct {
-	cfg  Config
-	keys storedPassword
-	ln   net.Listener
-	wg   sync.WaitGroup // the accept loop and every session
+	cfg     Config
+	flavour *flavour
+	keys    storedPassword
+	ln      net.Listener
+	wg      sync.WaitGroup // the accept loop and every session
 
 	mu       sync.Mutex
 	items    []item // append-only; an appended item is never modified
@@ -102,6 +116,10 @@ func Start(cfg Config) (*Server, error) {
 	default:
 		return nil, fmt.Errorf("gaussstub: unknown auth method %q", cfg.AuthMethod)
 	}
+	fl, ok := flavours[cfg.Flavour]
+	if !ok {
+		return nil, fmt.Errorf("gaussstub: unknown flavour %q: want gaussdb or opengauss", cfg.Flavour)
+	}
 	if cfg.SystemID == "" {
 		cfg.SystemID = "7000000000000000001"
 	}
@@ -123,7 +141,7 @@ func Start(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("gaussstub: listen: %w", err)
 	}
 	s := &Server{
-		cfg: cfg, keys: keys, ln: ln,
+		cfg: cfg, flavour: fl, keys: keys, ln: ln,
 		end: cfg.StartLSN, changed: make(chan struct{}),
 		slots: map[string]*slot{}, sessions: map[*session]struct{}{},
 		nextPID: 1000,
@@ -169,9 +187,10 @@ func (s *Server) acceptLoop() {
 // Addr is the listening address, host:port.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// DSN is a gaussdb:// URL for database db with the configured user.
+// DSN is a gaussdb:// (or, for the openGauss flavour, opengauss://) URL
+// for database db with the configured user.
 func (s *Server) DSN(db string) string {
-	u := url.URL{Scheme: "gaussdb", Host: s.Addr(), Path: "/" + db}
+	u := url.URL{Scheme: s.flavour.scheme, Host: s.Addr(), Path: "/" + db}
 	if s.cfg.Password != "" {
 		u.User = url.UserPassword(s.cfg.User, s.cfg.Password)
 	} else {

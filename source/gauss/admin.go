@@ -68,10 +68,19 @@ const Plugin = "mppdb_decoding"
 
 // EnsureSlot creates the slot unless it exists. A CSN-ordered slot
 // (output_order 1) is created with pg_create_logical_replication_slot's
-// third argument, which only GaussDB has. It returns the slot's position:
+// third argument, which only GaussDB has (openGauss's takes two:
+// src/common/backend/catalog/builtin_funcs.ini, and CheckServer refuses
+// output-order 1 there). It returns the slot's position:
 // the LSN it starts at, or for a CSN slot the confirmed CSN.
 func (a *Admin) EnsureSlot(ctx context.Context) (source.SlotStatus, bool, error) {
 	slot, csnOrder := a.slot, a.opts.CSNOrder()
+	v, err := server(ctx, a.conn)
+	if err != nil {
+		return source.SlotStatus{}, false, err
+	}
+	if err := a.opts.CheckServer(v); err != nil {
+		return source.SlotStatus{}, false, err
+	}
 	s, err := a.Slot(ctx)
 	if err != nil || s.Exists {
 		return s, false, err

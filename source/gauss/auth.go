@@ -48,10 +48,22 @@ package gauss
 // code 5) the answer is "sha256" + hex(SHA256(md5hex(password+user) + salt)).
 //
 // Code 11 AUTH_REQ_MD5_SHA256 (pg_hba md5, password stored as sha256),
-// payload: 64-byte random64code, 4-byte md5 salt. Answer (JDBC
-// MD5_SHA256encode, gsql the same with its iteration field):
+// payload: 64-byte random64code, 4-byte md5 salt (auth.cpp sendAuthRequest:
+// no iteration count). The server checks (crypt.cpp crypt_verify, uaMD5
+// with isSHA256) pg_md5_encrypt(shadow_pass + "sha256", md5 salt), an MD5 of
+// the whole stored string after its "sha256" prefix, which for a stored
+// SHA256 password (sha2.h isSHA256: 198 + ITERATION_STRING_LEN characters)
+// ends in the 11-character encoded iteration count (user.cpp
+// encode_iteration):
 //
-//	"md5" + hex(MD5(hex(salt) + hex(ServerKey) + hex(StoredKey) + md5 salt)), keys from 2048 iterations.
+//	"md5" + hex(MD5(hex(salt) + hex(ServerKey) + hex(StoredKey) + encode_iteration(n) + md5 salt))
+//
+// with the keys derived at that stored count n. The request does not carry
+// n, so decant assumes the server's default auth_iteration_count, 10000
+// (sha2.h ITERATION_COUNT), unless the DSN's auth_iteration_count says
+// otherwise. JDBC's MD5_SHA256encode (2048 iterations, no suffix) and
+// gsql's fe-auth.cpp (pg_sha256_encrypt's 198 characters, no suffix) hash
+// less than the server does.
 //
 // Code 13 AUTH_REQ_SM3 (pg_hba sm3): like code 10 with stored method 3,
 // StoredKey = SM3(ClientKey) and ServerKey labelled "Server Key"; HMACs stay
@@ -96,6 +108,10 @@ const (
 	authSM3          = 13
 	authIAM          = 14
 	defaultIteration = 2048 // what JDBC uses when the server sends none
+	// storedIteration is the server's default auth_iteration_count (sha2.h
+	// ITERATION_COUNT), the count a stored SHA256 password was made with
+	// unless the DBA changed it.
+	storedIteration = 10000
 )
 
 // Password stored methods (openGauss sha2.h).
@@ -127,8 +143,10 @@ func (e *unsupportedAuthError) Error() string {
 
 // authAnswer computes the PasswordMessage text for one AuthenticationRequest
 // body (the bytes after the message length, starting with the code). done
-// reports AuthenticationOk, which needs no answer.
-func authAnswer(body []byte, user, password string) (answer string, done bool, err error) {
+// reports AuthenticationOk, which needs no answer. iterations is the
+// stored password's iteration count for code 11, which does not send it
+// (0: the server's default).
+func authAnswer(body []byte, user, password string, iterations int) (answer string, done bool, err error) {
 	if len(body) < 4 {
 		return "", false, errors.New("authentication request too short")
 	}
@@ -160,7 +178,7 @@ func authAnswer(body []byte, user, password string) (answer string, done bool, e
 	case authSM3:
 		return sha256Request(p, user, password, true, 0)
 	case authMD5SHA256:
-		return md5SHA256Request(p, password)
+		return md5SHA256Request(p, password, iterations)
 	case authKerberos5:
 		return "", false, &unsupportedAuthError{method: "Kerberos V5"}
 	case authSCMCreds:
@@ -238,14 +256,17 @@ func sha256Request(p []byte, user, password string, sm3 bool, fixedIter int) (st
 }
 
 // md5SHA256Request answers code 11.
-func md5SHA256Request(p []byte, password string) (string, bool, error) {
+func md5SHA256Request(p []byte, password string, iterations int) (string, bool, error) {
 	if len(p) != saltHexLen+4 {
 		return "", false, fmt.Errorf("md5_sha256 request: %d bytes, want %d", len(p), saltHexLen+4)
 	}
 	if password == "" {
 		return "", false, fmt.Errorf("server asks for an md5_sha256 password: %w", errNoPassword)
 	}
-	a, err := md5SHA256Answer(password, string(p[:saltHexLen]), p[saltHexLen:])
+	if iterations == 0 {
+		iterations = storedIteration
+	}
+	a, err := md5SHA256Answer(password, string(p[:saltHexLen]), p[saltHexLen:], iterations)
 	return a, false, err
 }
 
@@ -297,16 +318,31 @@ func rfc5802Proof(password, saltHex, tokenHex, serverSignature string, iter int,
 	return hex.EncodeToString(h), nil
 }
 
-// md5SHA256Answer is the code-11 answer for a sha256-stored password.
-func md5SHA256Answer(password, saltHex string, md5Salt []byte) (string, error) {
-	_, server, stored, err := rfc5802Keys(password, saltHex, defaultIteration, false)
+// md5SHA256Answer is the code-11 answer for a password stored as SHA256
+// with iter iterations: MD5 over what the server stores after "sha256",
+// then the md5 salt.
+func md5SHA256Answer(password, saltHex string, md5Salt []byte, iter int) (string, error) {
+	_, server, stored, err := rfc5802Keys(password, saltHex, iter, false)
 	if err != nil {
 		return "", err
 	}
 	m := md5.New()
-	m.Write([]byte(saltHex + hex.EncodeToString(server) + hex.EncodeToString(stored)))
+	m.Write([]byte(saltHex + hex.EncodeToString(server) + hex.EncodeToString(stored) + encodeIteration(iter)))
 	m.Write(md5Salt)
 	return "md5" + hex.EncodeToString(m.Sum(nil)), nil
+}
+
+// encodeIteration is how the server writes an iteration count at the end
+// of a stored password: 11 characters, the i-th being "ecdfdcefade"[i]
+// plus the i-th decimal digit counted from the least significant.
+func encodeIteration(n int) string {
+	const base = "ecdfdcefade"
+	b := []byte(base)
+	for i := range b {
+		b[i] += byte(n % 10)
+		n /= 10
+	}
+	return string(b)
 }
 
 // md5Answer is PostgreSQL's md5 answer.

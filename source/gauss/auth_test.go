@@ -159,15 +159,41 @@ func TestAuthMD5Answers(t *testing.T) {
 		t.Errorf("sha256MD5Answer = %s, want %s", got, want)
 	}
 
-	// md5_sha256: "md5" + md5(salt hex || ServerKey hex || StoredKey hex || md5 salt), 2048 iterations.
-	saltHex := "3458fe51abe962f7b6011a1d73fc14edf50539fae89fb9dda75fbb642d9859bf"
-	saltBytes, _ := hex.DecodeString(saltHex)
-	k := pbkdf2SHA1([]byte(password), saltBytes, 2048, 32)
-	stored := sha256.Sum256(hmac256(k, "Client Key"))
-	want = "md5" + md5hex(saltHex+hex.EncodeToString(hmac256(k, "Sever Key"))+hex.EncodeToString(stored[:])+string(salt))
-	got, err := md5SHA256Answer(password, saltHex, salt)
-	if err != nil || got != want {
-		t.Errorf("md5SHA256Answer = %s, %v; want %s", got, err, want)
+}
+
+// TestMD5SHA256Answer checks the code-11 answer against vectors computed
+// as the server does (crypt.cpp crypt_verify, uaMD5 with a stored SHA256
+// password: pg_md5_encrypt over the stored text after "sha256", which ends
+// in user.cpp encode_iteration's 11 characters, then the md5 salt), with an
+// independent PBKDF2/HMAC implementation (Python's hashlib).
+func TestMD5SHA256Answer(t *testing.T) {
+	const password = "Gauss@123"
+	const saltHex = "3458fe51abe962f7b6011a1d73fc14edf50539fae89fb9dda75fbb642d9859bf"
+	md5Salt := []byte{1, 2, 3, 4}
+	for _, c := range []struct {
+		iter      int
+		encoded   string // encode_iteration(iter), worked out by hand
+		wantReply string
+	}{
+		{10000, "ecdfecefade", "md5a4e9658b66a717193ba3ae4cfac4e838"},
+		{2048, "mgdhdcefade", "md56f17fe51d01d00ce9dd3ddbf0d5aebde"},
+		{12345, "jgghecefade", "md5a542a57d9cad856762513f06b20f6044"},
+	} {
+		if got := encodeIteration(c.iter); got != c.encoded {
+			t.Errorf("encodeIteration(%d) = %q, want %q", c.iter, got, c.encoded)
+		}
+		got, err := md5SHA256Answer(password, saltHex, md5Salt, c.iter)
+		if err != nil || got != c.wantReply {
+			t.Errorf("iteration %d: md5SHA256Answer = %s, %v; want %s", c.iter, got, err, c.wantReply)
+		}
+	}
+	// The request carries no count: decant assumes the server's default.
+	body := request(11, saltHex, string(md5Salt))
+	if got, _, err := authAnswer(body, "u", password, 0); err != nil || got != "md5a4e9658b66a717193ba3ae4cfac4e838" {
+		t.Errorf("code 11 with the default count: %s, %v", got, err)
+	}
+	if got, _, err := authAnswer(body, "u", password, 12345); err != nil || got != "md5a542a57d9cad856762513f06b20f6044" {
+		t.Errorf("code 11 with auth_iteration_count 12345: %s, %v", got, err)
 	}
 }
 
@@ -198,7 +224,7 @@ func TestAuthAnswer(t *testing.T) {
 		}
 		return p
 	}
-	md5sha, _ := md5SHA256Answer(password, salt, []byte("SALT"))
+	md5sha, _ := md5SHA256Answer(password, salt, []byte("SALT"), storedIteration)
 	tests := []struct {
 		name    string
 		body    []byte
@@ -235,7 +261,7 @@ func TestAuthAnswer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, done, err := authAnswer(tt.body, user, password)
+			got, done, err := authAnswer(tt.body, user, password, 0)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
@@ -256,7 +282,7 @@ func TestAuthAnswerNoPassword(t *testing.T) {
 	salt := strings.Repeat("ab", 32)
 	for _, body := range [][]byte{request(3), request(5, "SALT"), request(10, 2, salt, "01020304", 10000),
 		request(11, salt, "SALT"), request(13, 3, salt, "01020304", 10000)} {
-		if _, _, err := authAnswer(body, "u", ""); !errors.Is(err, errNoPassword) {
+		if _, _, err := authAnswer(body, "u", "", 0); !errors.Is(err, errNoPassword) {
 			t.Errorf("code %d without a password: err = %v, want errNoPassword", binary.BigEndian.Uint32(body), err)
 		}
 	}

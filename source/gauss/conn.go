@@ -33,6 +33,27 @@ type ConnConfig struct {
 	// application_name, TimeZone, DateStyle).
 	Params         map[string]string
 	ConnectTimeout time.Duration // 0 = no limit beyond the context's
+	// AuthIterations is the iteration count the user's SHA256 password was
+	// stored with (the server's auth_iteration_count when it was set),
+	// needed only when pg_hba says md5 for such a password (request code
+	// 11, which does not send it); 0 means the server's default, 10000.
+	AuthIterations int
+	TLS            TLSConfig
+}
+
+// TLSConfig is how to secure the connection, as libpq's parameters of
+// the same names say. Both servers answer an SSLRequest like PostgreSQL
+// (openGauss postmaster.cpp ProcessStartupPacket).
+type TLSConfig struct {
+	// Mode: "disable" and "allow" use plain TCP; "prefer" (the default)
+	// asks for TLS and goes on in plain TCP if the server declines;
+	// "require" insists on TLS (and verifies the chain when RootCert is
+	// set, as libpq does); "verify-ca" verifies the server's chain against
+	// RootCert; "verify-full" also its host name.
+	Mode     string
+	RootCert string // PEM file of trusted CAs
+	Cert     string // PEM client certificate, with Key
+	Key      string
 }
 
 const (
@@ -65,9 +86,10 @@ func (c ConnConfig) Validate() error {
 
 // ParseDSN accepts gaussdb://user:pass@host:port/db?params and
 // opengauss://... (also postgres:// and postgresql:// for convenience).
-// Query parameters: connect_timeout (seconds, default 10), sslmode
-// (disable, allow or prefer: decant always uses plain TCP), replication
-// (database); any other parameter goes to the startup packet. The port
+// Query parameters: connect_timeout (seconds, default 10), sslmode,
+// sslrootcert, sslcert, sslkey (TLSConfig), replication
+// (database), auth_iteration_count (see ConnConfig.AuthIterations); any
+// other parameter goes to the startup packet. The port
 // defaults to 5432 and the database to the user name.
 func ParseDSN(dsn string) (ConnConfig, error) {
 	const form = "want gaussdb://user:password@host:port/database"
@@ -120,6 +142,9 @@ func ParseDSN(dsn string) (ConnConfig, error) {
 	if err := cfg.applyQuery(u.Query()); err != nil {
 		return ConnConfig{}, err
 	}
+	if err := cfg.TLS.validate(); err != nil {
+		return ConnConfig{}, err
+	}
 	return cfg, nil
 }
 
@@ -135,14 +160,27 @@ func (c *ConnConfig) applyQuery(q url.Values) error {
 			c.ConnectTimeout = time.Duration(n) * time.Second
 		case "sslmode":
 			switch v {
-			case "disable", "allow", "prefer":
-			case "require", "verify-ca", "verify-full":
-				return fmt.Errorf("invalid DSN: sslmode=%s: TLS to GaussDB is not supported yet; use sslmode=disable", v)
+			case "disable", "allow", "prefer", "require", "verify-ca", "verify-full":
+				c.TLS.Mode = v
 			default:
-				return fmt.Errorf("invalid DSN: unknown sslmode %q", v)
+				return fmt.Errorf("invalid DSN: unknown sslmode %q: want disable, allow, prefer, require, verify-ca or verify-full", v)
 			}
-		case "sslcert", "sslkey", "sslrootcert", "sslpassword", "sslcrl":
-			return fmt.Errorf("invalid DSN: %s: TLS to GaussDB is not supported yet", k)
+		case "sslrootcert":
+			c.TLS.RootCert = v
+		case "sslcert":
+			c.TLS.Cert = v
+		case "sslkey":
+			c.TLS.Key = v
+		case "sslpassword", "sslcrl":
+			return fmt.Errorf("invalid DSN: %s is not supported: use an unencrypted key file, and no CRL", k)
+		case "auth_iteration_count":
+			// The server's GUC of that name, as it was
+			// when the password was set; decant's, not sent.
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 2048 || n > maxIteration {
+				return fmt.Errorf("invalid DSN: auth_iteration_count %q is not a number from 2048 to 10000000", v)
+			}
+			c.AuthIterations = n
 		case "replication":
 			if v != "database" {
 				return fmt.Errorf("invalid DSN: replication=%q, only replication=database is supported", v)
@@ -183,12 +221,21 @@ func Connect(ctx context.Context, cfg ConnConfig) (*pgconn.PgConn, error) {
 		ctx, cancel = context.WithTimeout(ctx, cfg.ConnectTimeout)
 		defer cancel()
 	}
-	nc, err := source.Dialer().DialContext(ctx, "tcp", addr)
+	raw, err := source.Dialer().DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return fail(err)
 	}
 	// The handshake does blocking reads; cancelling ctx unblocks them.
-	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Unix(1, 0)) })
+	stop := context.AfterFunc(ctx, func() { raw.SetDeadline(time.Unix(1, 0)) })
+	nc, err := startTLS(raw, cfg.TLS, cfg.Host)
+	if err != nil {
+		stop()
+		raw.Close()
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return fail(err)
+	}
 	hc, err := handshake(nc, cfg)
 	if !stop() || (err != nil && ctx.Err() != nil) {
 		nc.Close()
@@ -276,7 +323,7 @@ func handshake(nc net.Conn, cfg ConnConfig) (*pgconn.HijackedConn, error) {
 		}
 		switch typ {
 		case 'R':
-			answer, done, err := authAnswer(body, cfg.User, cfg.Password)
+			answer, done, err := authAnswer(body, cfg.User, cfg.Password, cfg.AuthIterations)
 			if err != nil {
 				return nil, err
 			}

@@ -190,9 +190,10 @@ func TestConnParseDSNErrors(t *testing.T) {
 		{"", "empty DSN"},
 		{"mysql://u:p@h/db", `DSN scheme "mysql" is not gaussdb://`},
 		{"gaussdb://u:secretpw@h:notaport/db", "invalid DSN"},
-		{"gaussdb://u:p@h/db?sslmode=require", "TLS to GaussDB is not supported yet"},
-		{"gaussdb://u:p@h/db?sslmode=verify-full", "TLS to GaussDB is not supported yet"},
-		{"gaussdb://u:p@h/db?sslrootcert=/ca.pem", "TLS to GaussDB is not supported yet"},
+		{"gaussdb://u:p@h/db?sslmode=verify-full", "needs sslrootcert"},
+		{"gaussdb://u:p@h/db?sslmode=require&sslcert=/c.pem", "sslcert and sslkey go together"},
+		{"gaussdb://u:p@h/db?sslmode=disable&sslcert=/c.pem&sslkey=/k.pem", "uses no TLS"},
+		{"gaussdb://u:p@h/db?sslpassword=x", "sslpassword is not supported"},
 		{"gaussdb://u:p@h/db?sslmode=bogus", "unknown sslmode"},
 		{"gaussdb://u:p@h/db?replication=true", "only replication=database"},
 		{"gaussdb://u:p@h/db?connect_timeout=soon", "connect_timeout"},
@@ -209,5 +210,27 @@ func TestConnParseDSNErrors(t *testing.T) {
 		if strings.Contains(err.Error(), "secretpw") {
 			t.Errorf("ParseDSN(%q) error %q leaks the password", tt.dsn, err)
 		}
+	}
+}
+
+// TestConnectMD5OverSHA256Iterations: with pg_hba md5 and a password
+// stored as SHA256 at a count other than the default, the code-11 request
+// does not say the count, so the DSN must (auth_iteration_count).
+func TestConnectMD5OverSHA256Iterations(t *testing.T) {
+	srv, err := gaussstub.Start(gaussstub.Config{User: "repl", Password: testPassword, AuthMethod: "md5_sha256", Iterations: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	if _, err := connectDSN(t, srv.DSN("postgres")); err == nil || !strings.Contains(err.Error(), "Invalid username/password") {
+		t.Errorf("default count against a 4096-iteration password: %v", err)
+	}
+	conn, err := connectDSN(t, srv.DSN("postgres")+"?auth_iteration_count=4096")
+	if err != nil {
+		t.Fatalf("auth_iteration_count=4096: %v", err)
+	}
+	conn.Close(context.Background())
+	if _, err := gauss.ParseDSN(srv.DSN("postgres") + "?auth_iteration_count=100"); err == nil || !strings.Contains(err.Error(), "auth_iteration_count") {
+		t.Errorf("auth_iteration_count=100: %v", err)
 	}
 }

@@ -63,6 +63,7 @@ type optPolicy uint8
 const (
 	policyPass      optPolicy = iota // validated, then sent
 	policyParallel                   // refused unless parallel-decode-num > 1 (§4 rule 3)
+	policySerial                     // refused when parallel-decode-num > 1
 	policyCSN                        // refused unless output-order = 1 (§4 rule 8)
 	policyGUC                        // refused: only logical_decode_options_default sets it (§4 rule 4)
 	policyNotStream                  // refused: SQL-function decoding only, or meaningless on a stream
@@ -91,11 +92,16 @@ var optSpecs = append([]optSpec{
 	{name: "include-timestamp", kind: optBool, modes: inAll},
 	{name: "only-local", kind: optBool, modes: inAll},
 	{name: "white-table-list", kind: optString, check: validTableList, rule: tableListRule, modes: inAll},
-	// Serial (and openGauss parallel): 0..100 MB. GaussDB parallel: up to a
-	// quarter of max_process_memory, which decant cannot see from here.
+	// Serial (both servers) and openGauss parallel: 0..100 MB (openGauss
+	// logical.cpp ParseDecodingOptionPlugin, parallel_decode_worker.cpp
+	// ParseDecodingOption). GaussDB parallel: up to a quarter of
+	// max_process_memory (seed), which decant cannot see from here; the
+	// openGauss bound is applied by CheckServer once connected.
 	{name: "max-txn-in-memory", kind: optInt, min: 0, max: 100, parMax: math.MaxInt32, modes: inAll},
-	// Deprecated and without effect in GaussDB parallel decoding (a warning).
-	{name: "max-reorderbuffer-in-memory", kind: optInt, min: 0, max: 100, parMax: math.MaxInt32, modes: inSerial | inSQL | inCN},
+	// GB. Deprecated and without effect in GaussDB parallel decoding (seed;
+	// a warning); openGauss's parallel decoding honours it, 0..100
+	// (parallel_reorderbuffer.cpp spills a transaction past it).
+	{name: "max-reorderbuffer-in-memory", kind: optInt, min: 0, max: 100, parMax: math.MaxInt32, modes: inAll},
 	{name: "desc-memory-limit", kind: optInt, min: 10, max: 1048576, modes: inAll},
 	{name: "include-user", kind: optBool, modes: inAll},
 	{name: "exclude-userids", kind: optString, check: validOIDList, rule: "must be a comma-separated list of user OIDs (decimal numbers from 1 to 4294967295)", modes: inSerial | inParallel | inSQL},
@@ -126,9 +132,11 @@ var optSpecs = append([]optSpec{
 	{name: "start-position", kind: optString, check: validStartPosition,
 		rule:  "must be CSN/LSN: two unsigned decimal integers separated by '/' (e.g. 2357/217996416)",
 		modes: inSerial | inParallel, policy: policyCSN},
-	// Serial decoding.
-	{name: "force-binary", kind: optBool, modes: inSQL, policy: policyNotStream,
-		refusal: "has no effect on a stream (serial streaming is always text; parallel decoding uses decode-style); remove it"},
+	// Serial decoding. Both servers take it on a stream, where it does
+	// nothing (openGauss logical.cpp ParseDecodingOptionPlugin only sets
+	// the output type, which only the SQL functions check); openGauss's
+	// parallel parser does not know it.
+	{name: "force-binary", kind: optBool, modes: inSerial | inSQL, policy: policySerial},
 	// Parallel decoding.
 	{name: "decode-style", kind: optChar, chars: "bjt", rule: "must be one of b, j, t", modes: inParallel | inCN, policy: policyParallel},
 	{name: "sending-batch", kind: optInt, min: 0, max: 1, rule: "must be 0 or 1", modes: inParallel | inCN, policy: policyParallel},
@@ -242,6 +250,10 @@ func (opt *optSpec) accept(v string, st optStream) (string, error) {
 		return "", fmt.Errorf("decoding option %s: set only by the server GUC logical_decode_options_default, not per stream", opt.name)
 	case policyNotStream:
 		return "", optionError(opt.name, v, opt.refusal)
+	case policySerial:
+		if st.parallelKnown && st.parallel {
+			return "", optionError(opt.name, v, "only for serial decoding (parallel-decode-num 1); openGauss's parallel decoding refuses it")
+		}
 	case policyParallel:
 		if st.parallelKnown && !st.parallel {
 			return "", optionError(opt.name, v, "only for parallel decoding (set parallel-decode-num above 1)")
@@ -293,7 +305,7 @@ func (opt *optSpec) ruleText(st optStream) string {
 	case opt.kind == optBool:
 		return "must be a boolean: true, false, on, off, 1, 0, yes or no"
 	case opt.kind == optInt && opt.parMax != 0 && st.parallel:
-		return fmt.Sprintf("must be an integer from %d to %d (in parallel decoding the server's bound is a share of max_process_memory)", opt.min, opt.parMax)
+		return fmt.Sprintf("must be an integer from %d to %d (in parallel decoding GaussDB's bound is a share of max_process_memory; openGauss's is %d)", opt.min, opt.parMax, opt.max)
 	case opt.kind == optInt && opt.parMax != 0:
 		return fmt.Sprintf("must be an integer from %d to %d in serial decoding", opt.min, opt.max)
 	case opt.kind == optInt:
@@ -388,7 +400,10 @@ func (o Options) findWarnings() []string {
 		}
 	}
 	if _, ok := o.values["max-reorderbuffer-in-memory"]; ok && o.Parallel() {
-		w = append(w, "decoding option max-reorderbuffer-in-memory is deprecated in parallel decoding and has no effect")
+		w = append(w, "decoding option max-reorderbuffer-in-memory has no effect in GaussDB's parallel decoding, where it is deprecated (openGauss honours it)")
+	}
+	if o.bool("force-binary", false) {
+		w = append(w, "decoding option force-binary has no effect on a stream: mppdb_decoding's serial output is text either way")
 	}
 	if v, ok := o.values["max-decode-to-sender-cache-num"]; ok && o.Parallel() {
 		if n, _ := strconv.Atoi(v); n < 8192 {

@@ -1,6 +1,7 @@
 package gauss
 
 import (
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -205,7 +206,7 @@ func TestOptionRejected(t *testing.T) {
 		{map[string]string{"include-xids": "t"}, `decoding option include-xids = "t": must be a boolean: true, false, on, off, 1, 0, yes or no`},
 		{map[string]string{"include-xids": ""}, `decoding option include-xids = "": must be a boolean: true, false, on, off, 1, 0, yes or no`},
 		{map[string]string{"max-txn-in-memory": "101"}, `decoding option max-txn-in-memory = "101": must be an integer from 0 to 100 in serial decoding`},
-		{map[string]string{"parallel-decode-num": "2", "max-txn-in-memory": "-1"}, `decoding option max-txn-in-memory = "-1": must be an integer from 0 to 2147483647 (in parallel decoding the server's bound is a share of max_process_memory)`},
+		{map[string]string{"parallel-decode-num": "2", "max-txn-in-memory": "-1"}, `decoding option max-txn-in-memory = "-1": must be an integer from 0 to 2147483647 (in parallel decoding GaussDB's bound is a share of max_process_memory; openGauss's is 100)`},
 		{map[string]string{"desc-memory-limit": "9"}, `decoding option desc-memory-limit = "9": must be an integer from 10 to 1048576`},
 		{map[string]string{"sender-timeout": "2147483648"}, `decoding option sender-timeout = "2147483648": must be an integer from 0 to 2147483647`},
 		{map[string]string{"sender-timeout": "10s"}, `decoding option sender-timeout = "10s": must be an integer from 0 to 2147483647`},
@@ -226,7 +227,7 @@ func TestOptionRejected(t *testing.T) {
 		{map[string]string{"output-order": "1", "start-position": "12"}, `decoding option start-position = "12": must be CSN/LSN: two unsigned decimal integers separated by '/' (e.g. 2357/217996416)`},
 		{map[string]string{"output-order": "1", "start-position": "-1/2"}, `decoding option start-position = "-1/2": must be CSN/LSN: two unsigned decimal integers separated by '/' (e.g. 2357/217996416)`},
 		// rule 9
-		{map[string]string{"force-binary": "true"}, `decoding option force-binary = "true": has no effect on a stream (serial streaming is always text; parallel decoding uses decode-style); remove it`},
+		{map[string]string{"parallel-decode-num": "2", "force-binary": "true"}, `decoding option force-binary = "true": only for serial decoding (parallel-decode-num 1); openGauss's parallel decoding refuses it`},
 		{map[string]string{"data-limit": "10"}, `decoding option data-limit = "10": only for pg_logical_get_area_changes (SQL-function decoding, with the GUC logical_decode_options_default), not for streaming`},
 		// rule 12
 		{map[string]string{"white-table-list": "public.t1, public.t2"}, `decoding option white-table-list = "public.t1, public.t2": ` + tableListRule},
@@ -344,7 +345,9 @@ func TestOptionWarnings(t *testing.T) {
 		{map[string]string{"parallel-decode-num": "4", "max-decode-to-sender-cache-num": "100"}, []string{
 			`decoding option max-decode-to-sender-cache-num = "100": the server raises values below 8192 when decoding starts`}},
 		{map[string]string{"parallel-decode-num": "4", "max-reorderbuffer-in-memory": "1"}, []string{
-			"decoding option max-reorderbuffer-in-memory is deprecated in parallel decoding and has no effect"}},
+			"decoding option max-reorderbuffer-in-memory has no effect in GaussDB's parallel decoding, where it is deprecated (openGauss honours it)"}},
+		{map[string]string{"force-binary": "yes"}, []string{
+			"decoding option force-binary has no effect on a stream: mppdb_decoding's serial output is text either way"}},
 		{map[string]string{"max-reorderbuffer-in-memory": "1"}, nil},
 	}
 	for _, tt := range tests {
@@ -452,6 +455,7 @@ func TestOptionDocTable(t *testing.T) {
 	rangeRow := regexp.MustCompile("^`([a-z-]+)1` … `([a-z-]+)9`$")
 	single := regexp.MustCompile("^`([a-z0-9-]+)`$")
 	documented := map[string]string{}
+	ogDocumented := map[string]string{} // the openGauss column
 	for _, line := range strings.Split(section, "\n") {
 		if !strings.HasPrefix(line, "| `") {
 			continue
@@ -478,6 +482,28 @@ func TestOptionDocTable(t *testing.T) {
 				t.Errorf("%s documented twice", name)
 			}
 			documented[name] = typ
+			if len(cells) > 6 {
+				ogDocumented[name] = strings.TrimSpace(cells[6])
+			}
+		}
+	}
+	// The openGauss column must say what CheckServer enforces.
+	for name, cell := range ogDocumented {
+		og := openGaussOptions[name]
+		want := "—"
+		switch {
+		case og.serial && og.parallel:
+			want = "S P"
+		case og.serial:
+			want = "S"
+		case og.parallel:
+			want = "P"
+		}
+		if og.max != 0 {
+			want += fmt.Sprintf(" (0–%d)", og.max)
+		}
+		if cell != want {
+			t.Errorf("docs/gaussdb.md gives %s %q in the openGauss column, CheckServer %q", name, cell, want)
 		}
 	}
 	for name, typ := range documented {

@@ -132,14 +132,35 @@ type slotInfo struct {
 	active       bool
 }
 
+// Slot queries, one per flavour. openGauss's pg_replication_slots has no
+// confirmed_csn (src/common/backend/catalog/system_views.sql, CREATE VIEW
+// pg_replication_slots: slot_name … dummy_standby, confirmed_flush);
+// GaussDB's has it, 0 for an LSN-ordered slot (Huawei's docs on
+// pg_create_logical_replication_slot's output_order; its source is not
+// public). An openGauss slot is always LSN-ordered.
+const (
+	slotQueryGaussDB   = "SELECT plugin, confirmed_flush, confirmed_csn, active FROM pg_replication_slots WHERE slot_name = %s"
+	slotQueryOpenGauss = "SELECT plugin, confirmed_flush, active FROM pg_replication_slots WHERE slot_name = %s"
+)
+
 func readSlot(ctx context.Context, conn *pgconn.PgConn, slot string) (slotInfo, bool, error) {
-	row, err := queryRow(ctx, conn, fmt.Sprintf(
-		"SELECT plugin, confirmed_flush, confirmed_csn, active FROM pg_replication_slots WHERE slot_name = %s", quoteLiteral(slot)))
+	v, err := server(ctx, conn)
 	if err != nil {
-		return slotInfo{}, false, fmt.Errorf("read slot %s: %w", slot, err)
+		return slotInfo{}, false, err
+	}
+	query := slotQueryGaussDB
+	if v.Flavour == OpenGauss {
+		query = slotQueryOpenGauss
+	}
+	row, err := queryRow(ctx, conn, fmt.Sprintf(query, quoteLiteral(slot)))
+	if err != nil {
+		return slotInfo{}, false, fmt.Errorf("read slot %s on %s: %w", slot, v, err)
 	}
 	if row == nil {
 		return slotInfo{}, false, nil
+	}
+	if v.Flavour == OpenGauss {
+		row = []string{row[0], row[1], "", row[2]} // confirmed_csn: none
 	}
 	s := slotInfo{plugin: row[0], active: row[3] == "t" || row[3] == "true"}
 	if row[1] != "" {
@@ -176,6 +197,16 @@ func (r *Reader) checkSlot(ctx context.Context, conn *pgconn.PgConn, srv source.
 		return &source.SlotBusyError{Slot: r.cfg.Slot}
 	}
 	return st.Check(source.Held{Pipeline: r.cfg.Slot, Start: req.Start, StartCSN: req.StartCSN, Timeline: req.Timeline})
+}
+
+// checkServer refuses options the connected server's flavour does not
+// take (Options.CheckServer), before the server would.
+func (r *Reader) checkServer(ctx context.Context, conn *pgconn.PgConn) error {
+	v, err := server(ctx, conn)
+	if err != nil {
+		return err
+	}
+	return r.cfg.Options.CheckServer(v)
 }
 
 // state is the slot as source.SlotState.Check judges it.
@@ -233,6 +264,9 @@ func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<
 	}
 	if req.SystemID != "" && srv.SystemID != req.SystemID {
 		return fmt.Errorf("source system identifier is %s but the target's checkpoint was recorded from %s: decant is pointed at a different source server; fix --source, or run decant drop and init for the new source", srv.SystemID, req.SystemID)
+	}
+	if err := r.checkServer(ctx, conn); err != nil {
+		return err
 	}
 	if err := r.checkSlot(ctx, conn, srv, req); err != nil {
 		return err
