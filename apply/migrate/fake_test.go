@@ -135,21 +135,25 @@ func (s *fakeSource) SystemID(context.Context) (string, error) {
 	return s.w.systemID, nil
 }
 
-func (s *fakeSource) EnsurePublication(_ context.Context, tables []source.TableName) ([]source.TableName, []source.TableName, error) {
-	s.w.call("source.publication %d", len(tables))
+func (s *fakeSource) EnsurePublications(_ context.Context, want source.Publications) (source.PublicationChanges, error) {
+	s.w.call("source.publication %d", len(want.Tables)+len(want.AppendOnly))
 	var added []source.TableName
-	for _, t := range tables {
+	for _, t := range slices.Concat(want.Tables, want.AppendOnly) {
 		if !slices.Contains(s.w.published, t) {
 			added = append(added, t)
 		}
 	}
 	s.w.published = append(s.w.published, added...)
-	return added, nil, nil
+	return source.PublicationChanges{Added: added}, nil
 }
 
-func (s *fakeSource) DropPublication(context.Context) (bool, error) {
+func (s *fakeSource) ReadPublications(context.Context) (source.Publications, error) {
+	return source.Publications{Tables: s.w.published}, nil
+}
+
+func (s *fakeSource) DropPublications(context.Context) (bool, bool, error) {
 	s.w.call("source.drop-publication")
-	return true, nil
+	return true, false, nil
 }
 
 func (s *fakeSource) InstallDDLCapture(context.Context, source.TableFilter) error {

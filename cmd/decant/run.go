@@ -127,7 +127,8 @@ func runPipelineChecking(ctx context.Context, c config, catchUp bool, slotWait, 
 		reader, err = gaussReader(c, log)
 	} else {
 		reader, err = pgoutput.NewReader(pgoutput.Config{
-			DSN: c.Source, Slot: c.Pipeline, Publication: c.Pipeline, Pipeline: c.Pipeline, Logger: log,
+			DSN: c.Source, Slot: c.Pipeline, Publication: c.Pipeline, AppendOnlyPublication: pgoutput.AppendOnlyPublication(c.Pipeline),
+			Pipeline: c.Pipeline, Logger: log,
 			DescribeTypes: c.mysqlTarget(),
 			MaxTxnMemory:  c.memory, SpillDir: c.SpillDir, StreamApply: c.StreamApply,
 			Timeout: c.sourceTimeout,
