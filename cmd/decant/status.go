@@ -82,8 +82,12 @@ func printPublications(w io.Writer, pipeline string, p *migrate.PublicationStatu
 		return
 	}
 	fmt.Fprintf(w, "publication    %s: %d table(s)\n", pipeline, p.Tables)
-	if p.AppendOnlyPublication != "" {
-		fmt.Fprintf(w, "append-only    %s: %d table(s), inserts and truncates only (%s)\n",
-			p.AppendOnlyPublication, len(p.AppendOnlyTables), strings.Join(p.AppendOnlyTables, ", "))
+	if p.AppendOnlyPublication == "" {
+		return
 	}
+	tables := ""
+	if len(p.AppendOnlyTables) > 0 {
+		tables = " (" + strings.Join(p.AppendOnlyTables, ", ") + ")"
+	}
+	fmt.Fprintf(w, "append-only    %s: %d table(s), inserts and truncates only%s\n", p.AppendOnlyPublication, len(p.AppendOnlyTables), tables)
 }
