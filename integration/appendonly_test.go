@@ -221,3 +221,34 @@ func (p *pair) assertVerify(equal bool) {
 		}
 	}
 }
+
+// TestAppendOnlyOlderPipeline: a pipeline whose slot exists without the
+// append-only publication (as an older decant made it) streams its one
+// publication, and is refused append-only tables with what to do, since
+// PostgreSQL 15 fails to decode changes older than a publication asked
+// for.
+func TestAppendOnlyOlderPipeline(t *testing.T) {
+	p := newPair(t)
+	psql(t, p.src, appendOnlySchema)
+	p.mustDecant("init", "--create-tables", "--tables", "public.pgbench_accounts")
+	psql(t, p.src, `DROP PUBLICATION `+p.name+`_append_only;
+		INSERT INTO pgbench_accounts SELECT i, 1, 0, '' FROM generate_series(1, 5) i;`)
+
+	p.mustDecant("init", "--tables", "public.pgbench_accounts")
+	if n := queryValue(t, p.src, `SELECT count(*)::text FROM pg_publication WHERE pubname = '`+p.name+`_append_only'`); n != "0" {
+		t.Errorf("init made the append-only publication for a pipeline whose slot exists")
+	}
+	_, errOut, code := p.decant("init", "--create-tables", "--tables", "public.pgbench_*", "--append-only", "public.pgbench_history")
+	if code != 1 {
+		t.Errorf("init --append-only on a pipeline without the append-only publication: exit %d, want 1", code)
+	}
+	oneLineError(t, "older pipeline", errOut, p.name+"_append_only", "decant drop --yes", "--append-only")
+	if n := queryValue(t, p.tgt, `SELECT count(*)::text FROM pgbench_accounts`); n != "0" {
+		t.Fatalf("target has %s rows before run", n)
+	}
+	psql(t, p.src, `UPDATE pgbench_accounts SET abalance = 7 WHERE aid = 3;`)
+	p.t.Log(p.mustDecant("run", "--catch-up"))
+	if got := queryValue(t, p.tgt, `SELECT concat(count(*), ' ', sum(abalance)) FROM pgbench_accounts`); got != "5 7" {
+		t.Errorf("pgbench_accounts on the target: count and sum %q, want \"5 7\"", got)
+	}
+}
