@@ -33,6 +33,8 @@ type world struct {
 	copyErrs   []error // what successive copies return
 	copied     []bulk.Config
 	published  []source.TableName
+	// publishedWhole and publishedAppendOnly are the last sets asked for.
+	publishedWhole, publishedAppendOnly []source.TableName
 	// rowAt says where the checkpoint is on the n-th read (from 0);
 	// nil: where row says.
 	rowAt func(n int) source.LSN
@@ -137,6 +139,7 @@ func (s *fakeSource) SystemID(context.Context) (string, error) {
 
 func (s *fakeSource) EnsurePublications(_ context.Context, want source.Publications) (source.PublicationChanges, error) {
 	s.w.call("source.publication %d", len(want.Tables)+len(want.AppendOnly))
+	s.w.publishedWhole, s.w.publishedAppendOnly = want.Tables, want.AppendOnly
 	var added []source.TableName
 	for _, t := range slices.Concat(want.Tables, want.AppendOnly) {
 		if !slices.Contains(s.w.published, t) {
