@@ -2,6 +2,8 @@ package integration
 
 import (
 	"encoding/json"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -250,5 +252,37 @@ func TestAppendOnlyOlderPipeline(t *testing.T) {
 	p.t.Log(p.mustDecant("run", "--catch-up"))
 	if got := queryValue(t, p.tgt, `SELECT concat(count(*), ' ', sum(abalance)) FROM pgbench_accounts`); got != "5 7" {
 		t.Errorf("pgbench_accounts on the target: count and sum %q, want \"5 7\"", got)
+	}
+}
+
+// TestAppendOnlyPgbench: pgbench's tpcb-like workload, four clients,
+// with pgbench_history append-only (no ALTER TABLE on the source) and
+// decant run streaming meanwhile: the target equals the source on every
+// table, on both targets.
+func TestAppendOnlyPgbench(t *testing.T) {
+	for _, kind := range []string{"postgres", "mariadb"} {
+		t.Run(kind, func(t *testing.T) {
+			p := newTargetPair(t, kind == "mariadb")
+			p.pgbench("-i", "-q", "-s", "1")
+			p.mustDecant("init", "--copy", "--create-tables", "--append-only", "public.pgbench_history")
+			a := p.start()
+			// -n: no vacuum, and no TRUNCATE of pgbench_history first.
+			p.pgbench("-n", "-c", "4", "-j", "2", "-t", "250")
+			a.stop(t)
+			if n := queryValue(t, p.src, `SELECT count(*)::text FROM pgbench_history`); n != "1000" {
+				t.Fatalf("pgbench left %s history rows, want 1000", n)
+			}
+			p.catchUp()
+		})
+	}
+}
+
+// pgbench runs PostgreSQL's pgbench against the test's source database.
+func (p *pair) pgbench(args ...string) {
+	p.t.Helper()
+	cmd := exec.CommandContext(p.t.Context(), "/usr/lib/postgresql/15/bin/pgbench",
+		append(args, "-h", "127.0.0.1", "-p", strconv.Itoa(sourcePG.Port), "-U", "postgres", p.name)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		p.t.Fatalf("pgbench %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 }
