@@ -75,7 +75,7 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("drop without --yes: exit %d, %s", code, errOut)
 	}
 	out = p.mustDecant("drop", "--yes")
-	if !strings.Contains(out, "slot dropped, publication dropped, checkpoint dropped") {
+	if !strings.Contains(out, "slot dropped, publication dropped, append-only publication dropped, checkpoint dropped") {
 		t.Errorf("drop said: %s", out)
 	}
 	if n := queryValue(t, p.src, `SELECT count(*)::text FROM pg_replication_slots WHERE slot_name = '`+p.name+`'`); n != "0" {

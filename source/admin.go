@@ -30,6 +30,34 @@ func (t Table) Replicable() bool {
 	return false
 }
 
+// Publications are the tables a PostgreSQL pipeline publishes, in its two
+// publications: Tables in the one named after the pipeline, every change;
+// AppendOnly, keyless tables whose rows are only inserted, in the second
+// one (publish = 'insert, truncate'), so that their UPDATEs and DELETEs
+// keep working on the source, unreplicated, without a replica identity.
+type Publications struct {
+	Tables     []TableName
+	AppendOnly []TableName
+	// HasAppendOnly: the second publication, named AppendOnlyName,
+	// exists (both set when read from the source). A pipeline made before
+	// decant had append-only tables has none, and gets none while its slot
+	// lives (source/pgoutput says why).
+	HasAppendOnly  bool
+	AppendOnlyName string
+}
+
+// PublicationChanges is what bringing the publications to a set of tables
+// changed, per publication.
+type PublicationChanges struct {
+	Added, Removed                     []TableName
+	AppendOnlyAdded, AppendOnlyRemoved []TableName
+}
+
+// Changed reports whether anything changed.
+func (c PublicationChanges) Changed() bool {
+	return len(c.Added)+len(c.Removed)+len(c.AppendOnlyAdded)+len(c.AppendOnlyRemoved) > 0
+}
+
 // SlotStatus is what the source says about a pipeline's slot, and where
 // its WAL is now. A source fills in what its server tells: the fields
 // marked PostgreSQL or GaussDB stay zero on the other.

@@ -2,6 +2,7 @@ package source
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -60,6 +61,25 @@ func (f TableFilter) String() string {
 		parts[i] = p.schema + "." + p.name
 	}
 	return strings.Join(parts, ",")
+}
+
+// Empty reports whether the filter has no pattern (and so selects every
+// table outside system schemas). A list where "none" is the natural
+// default, such as init's --append-only, checks it first.
+func (f TableFilter) Empty() bool { return len(f.patterns) == 0 }
+
+// Unmatched lists, in the filter's order, the patterns that match none of
+// names: a pattern that selects nothing is most often a typo.
+func (f TableFilter) Unmatched(names []TableName) []string {
+	var out []string
+	for _, p := range f.patterns {
+		if !slices.ContainsFunc(names, func(t TableName) bool {
+			return !SystemSchema(t.Schema) && wildcard(p.schema, t.Schema) && wildcard(p.name, t.Name)
+		}) {
+			out = append(out, p.schema+"."+p.name)
+		}
+	}
+	return out
 }
 
 // Match reports whether the filter selects schema.name.

@@ -205,3 +205,32 @@ func TestTableNameString(t *testing.T) {
 		t.Errorf("String() = %q", got)
 	}
 }
+
+func TestTableFilterUnmatched(t *testing.T) {
+	names := []TableName{{"public", "pgbench_history"}, {"public", "orders"}, {"decant", "checkpoint"}, {"audit", "log_2024"}}
+	tests := []struct {
+		list  string
+		empty bool
+		want  string // Unmatched, comma-joined
+	}{
+		{"", true, ""},
+		{"public.pgbench_history", false, ""},
+		{"public.pgbench_hist", false, "public.pgbench_hist"},
+		{"public.*,audit.log_*", false, ""},
+		{"audit.log_*,sales.*,public.order", false, "sales.*,public.order"},
+		// A system schema is never selected, so a pattern for one matches nothing.
+		{"decant.*", false, "decant.*"},
+	}
+	for _, tt := range tests {
+		f, err := ParseTableFilter(tt.list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Empty() != tt.empty {
+			t.Errorf("%q: Empty() = %v", tt.list, f.Empty())
+		}
+		if got := strings.Join(f.Unmatched(names), ","); got != tt.want {
+			t.Errorf("%q: Unmatched = %q, want %q", tt.list, got, tt.want)
+		}
+	}
+}

@@ -4,12 +4,12 @@ import "context"
 
 // Dropped says what a drop removed; false where there was nothing.
 type Dropped struct {
-	Slot, Publication, DDLCapture, Checkpoint bool
+	Slot, Publication, AppendOnlyPublication, DDLCapture, Checkpoint bool
 }
 
 // Drop removes a PostgreSQL pipeline: the slot first (refused while a run
 // uses it, so nothing below is removed under a running pipeline), the
-// publication, the DDL capture, the recorded table definitions, the copy
+// publication and the append-only one, the DDL capture, the recorded table definitions, the copy
 // state, and last the checkpoint row. On an error it returns what it had
 // removed so far.
 func Drop(ctx context.Context, cfg Config) (Dropped, error) {
@@ -32,7 +32,7 @@ func (e *env) drop(ctx context.Context, src PGSource, tgt target) (Dropped, erro
 	if d.Slot, err = src.DropSlot(ctx); err != nil {
 		return d, err
 	}
-	if d.Publication, err = src.DropPublication(ctx); err != nil {
+	if d.Publication, d.AppendOnlyPublication, err = src.DropPublications(ctx); err != nil {
 		return d, err
 	}
 	if d.DDLCapture, err = src.RemoveDDLCapture(ctx); err != nil {

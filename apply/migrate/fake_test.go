@@ -33,6 +33,8 @@ type world struct {
 	copyErrs   []error // what successive copies return
 	copied     []bulk.Config
 	published  []source.TableName
+	// publishedWhole and publishedAppendOnly are the last sets asked for.
+	publishedWhole, publishedAppendOnly []source.TableName
 	// rowAt says where the checkpoint is on the n-th read (from 0);
 	// nil: where row says.
 	rowAt func(n int) source.LSN
@@ -135,21 +137,26 @@ func (s *fakeSource) SystemID(context.Context) (string, error) {
 	return s.w.systemID, nil
 }
 
-func (s *fakeSource) EnsurePublication(_ context.Context, tables []source.TableName) ([]source.TableName, []source.TableName, error) {
-	s.w.call("source.publication %d", len(tables))
+func (s *fakeSource) EnsurePublications(_ context.Context, want source.Publications) (source.PublicationChanges, error) {
+	s.w.call("source.publication %d", len(want.Tables)+len(want.AppendOnly))
+	s.w.publishedWhole, s.w.publishedAppendOnly = want.Tables, want.AppendOnly
 	var added []source.TableName
-	for _, t := range tables {
+	for _, t := range slices.Concat(want.Tables, want.AppendOnly) {
 		if !slices.Contains(s.w.published, t) {
 			added = append(added, t)
 		}
 	}
 	s.w.published = append(s.w.published, added...)
-	return added, nil, nil
+	return source.PublicationChanges{Added: added}, nil
 }
 
-func (s *fakeSource) DropPublication(context.Context) (bool, error) {
+func (s *fakeSource) ReadPublications(context.Context) (source.Publications, error) {
+	return source.Publications{Tables: s.w.published}, nil
+}
+
+func (s *fakeSource) DropPublications(context.Context) (bool, bool, error) {
 	s.w.call("source.drop-publication")
-	return true, nil
+	return true, false, nil
 }
 
 func (s *fakeSource) InstallDDLCapture(context.Context, source.TableFilter) error {

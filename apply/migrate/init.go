@@ -28,6 +28,13 @@ type InitOptions struct {
 	SplitBytes int64
 	// Progress hears the copy; nil hears nothing.
 	Progress CopyProgress
+	// AppendOnly names, among the selected tables, keyless ones whose rows
+	// are only inserted: those without a replica identity are published
+	// through the pipeline's append-only publication (inserts and
+	// truncates only), so the source needs no ALTER TABLE and their
+	// UPDATEs and DELETEs, not replicated, keep working there. The empty
+	// filter names none.
+	AppendOnly source.TableFilter
 }
 
 // MinSplitBytes is the smallest InitOptions.SplitBytes.
@@ -70,12 +77,14 @@ func Init(ctx context.Context, cfg Config, o InitOptions) (InitResult, error) {
 
 // initPlan is what init found, and did on the source, before the slot.
 type initPlan struct {
-	tables         []source.Table
-	names          []source.TableName
-	created        []*source.TableDef // target tables init made; for a copy, without secondary indexes yet
-	hasRow         bool               // the target holds the pipeline's checkpoint row
-	systemID       string
-	added, removed []source.TableName // the publication's changes
+	tables     []source.Table
+	names      []source.TableName
+	created    []*source.TableDef // target tables init made; for a copy, without secondary indexes yet
+	hasRow     bool               // the target holds the pipeline's checkpoint row
+	systemID   string
+	appendOnly []source.TableName // published append-only
+	whole      []source.TableName // named by AppendOnly, but published whole: they have a replica identity
+	changes    source.PublicationChanges
 }
 
 func (e *env) init(ctx context.Context, o InitOptions) (InitResult, error) {
@@ -123,7 +132,7 @@ func (e *env) init(ctx context.Context, o InitOptions) (InitResult, error) {
 		return InitResult{}, err
 	}
 	e.logInit(p, o, start, slotCreated, rowCreated, row)
-	changed := slotCreated || rowCreated || len(p.added)+len(p.removed) > 0
+	changed := slotCreated || rowCreated || p.changes.Changed()
 	return InitResult{Tables: len(p.names), Checkpoint: row, Changed: changed}, nil
 }
 
@@ -143,7 +152,10 @@ func (e *env) prepare(ctx context.Context, src PGSource, tgt target, o InitOptio
 		return nil, fmt.Errorf("no source table matches --tables %q; nothing to replicate", e.cfg.Tables)
 	}
 	p := &initPlan{tables: tables}
-	if p.names, p.created, err = e.checkTables(ctx, src, tgt, tables, o); err != nil {
+	if p.appendOnly, p.whole, err = appendOnlyTables(tables, o.AppendOnly); err != nil {
+		return nil, err
+	}
+	if p.names, p.created, err = e.checkTables(ctx, src, tgt, tables, p.appendOnly, o); err != nil {
 		return nil, err
 	}
 	stored, err := tgt.ReadCheckpoint(ctx, e.cfg.Pipeline)
@@ -159,7 +171,8 @@ func (e *env) prepare(ctx context.Context, src PGSource, tgt target, o InitOptio
 		return nil, fmt.Errorf("the target holds a checkpoint for pipeline %s at %s but slot %s is missing on the source, so changes after it are lost: run decant drop --yes, then init again and recopy the tables",
 			e.cfg.Pipeline, stored.End, e.cfg.Pipeline)
 	}
-	if p.added, p.removed, err = src.EnsurePublication(ctx, p.names); err != nil {
+	want := source.Publications{Tables: minus(p.names, p.appendOnly), AppendOnly: p.appendOnly}
+	if p.changes, err = src.EnsurePublications(ctx, want); err != nil {
 		return nil, err
 	}
 	if p.systemID, err = src.SystemID(ctx); err != nil {
@@ -176,16 +189,38 @@ func (e *env) prepare(ctx context.Context, src PGSource, tgt target, o InitOptio
 	return p, nil
 }
 
-// logInit logs what init changed.
+// appendOnlyTables picks the tables filter names among the selected ones:
+// those without a replica identity are published append-only, the others
+// (whole) as every table is, since their UPDATEs and DELETEs can be. A
+// pattern that names none of the selected tables is refused: it is most
+// likely a typo, and would leave a keyless table refused or unreplicated.
+func appendOnlyTables(tables []source.Table, filter source.TableFilter) (appendOnly, whole []source.TableName, err error) {
+	if filter.Empty() {
+		return nil, nil, nil
+	}
+	names := make([]source.TableName, len(tables))
+	for i, t := range tables {
+		names[i] = t.Name
+	}
+	if bad := filter.Unmatched(names); len(bad) > 0 {
+		return nil, nil, &UsageError{fmt.Errorf("--append-only: %s match(es) no table that --tables selects; name selected keyless tables, like public.pgbench_history", strings.Join(bad, ", "))}
+	}
+	for _, t := range tables {
+		switch {
+		case !filter.Match(t.Name.Schema, t.Name.Name):
+		case t.Replicable():
+			whole = append(whole, t.Name)
+		default:
+			appendOnly = append(appendOnly, t.Name)
+		}
+	}
+	return appendOnly, whole, nil
+}
+
+// logInit logs what init changed, and warns of every append-only table.
 func (e *env) logInit(p *initPlan, o InitOptions, start source.LSN, slotCreated, rowCreated bool, row checkpoint.Row) {
 	log := e.cfg.Logger
-	switch {
-	case len(p.added) == len(p.names) && slotCreated:
-		log.Info("publication created", "publication", e.cfg.Pipeline, "tables", len(p.names))
-	case len(p.added)+len(p.removed) > 0:
-		log.Warn("publication tables changed; rows that already existed in added tables are not copied",
-			"publication", e.cfg.Pipeline, "added", joinNames(p.added), "removed", joinNames(p.removed))
-	}
+	e.logPublications(p, slotCreated)
 	if slotCreated && !o.Copy {
 		log.Info("slot created", "slot", e.cfg.Pipeline, "consistent_point", start.String())
 	}
@@ -194,14 +229,49 @@ func (e *env) logInit(p *initPlan, o InitOptions, start source.LSN, slotCreated,
 	}
 }
 
+// logPublications logs what init changed in the publications, and warns
+// of every append-only table, at every init: the source's UPDATEs and
+// DELETEs on it are not replicated.
+func (e *env) logPublications(p *initPlan, slotCreated bool) {
+	log := e.cfg.Logger
+	ch := p.changes
+	added := slices.Concat(ch.Added, ch.AppendOnlyAdded)
+	removed := slices.Concat(ch.Removed, ch.AppendOnlyRemoved)
+	// A table in both lists moved from one publication to the other: it
+	// was replicated before, and is still.
+	moved := slices.DeleteFunc(slices.Clone(added), func(t source.TableName) bool { return !slices.Contains(removed, t) })
+	added, removed = minus(added, moved), minus(removed, moved)
+	switch {
+	case slotCreated && len(added) == len(p.names):
+		log.Info("publications created", "publication", e.cfg.Pipeline, "tables", len(p.names)-len(p.appendOnly), "append_only_tables", len(p.appendOnly))
+	case len(added)+len(removed) > 0:
+		log.Warn("publication tables changed; rows that already existed in added tables are not copied",
+			"publication", e.cfg.Pipeline, "added", joinNames(added), "removed", joinNames(removed))
+	}
+	if len(moved) > 0 {
+		log.Info("tables moved between the publication and the append-only one", "tables", joinNames(moved))
+	}
+	for _, t := range p.whole {
+		log.Info("--append-only names a table with a replica identity: it is replicated whole, updates and deletes included", "table", t.String())
+	}
+	for _, t := range p.appendOnly {
+		log.Warn("append-only table: its UPDATEs and DELETEs on the source are not replicated, only INSERTs and TRUNCATEs", "table", t.String())
+	}
+}
+
+// minus is ts without the tables in drop.
+func minus(ts, drop []source.TableName) []source.TableName {
+	return slices.DeleteFunc(slices.Clone(ts), func(t source.TableName) bool { return slices.Contains(drop, t) })
+}
+
 // checkTables refuses tables whose updates the source cannot publish,
 // two source tables landing in one target table, and tables or columns the
 // target lacks or cannot hold, listing all of them at once.
 // With CreateTables it makes the missing ones first (for a copy, without
 // their secondary indexes, which are built after it) and returns their
 // definitions.
-func (e *env) checkTables(ctx context.Context, src PGSource, tgt target, tables []source.Table, o InitOptions) ([]source.TableName, []*source.TableDef, error) {
-	names, rels, noIdentity, err := relations(ctx, src, tables)
+func (e *env) checkTables(ctx context.Context, src PGSource, tgt target, tables []source.Table, appendOnly []source.TableName, o InitOptions) ([]source.TableName, []*source.TableDef, error) {
+	names, rels, noIdentity, err := relations(ctx, src, tables, appendOnly)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -224,7 +294,7 @@ func (e *env) checkTables(ctx context.Context, src PGSource, tgt target, tables 
 		return nil, nil, err
 	}
 	if len(noIdentity) > 0 {
-		problems = append(problems, fmt.Sprintf("source table(s) %s have no primary key (a DEFERRABLE one does not count) and no replica identity, so PostgreSQL would refuse their UPDATEs and DELETEs once published: add a primary key, or run ALTER TABLE ... REPLICA IDENTITY FULL, or leave them out of --tables",
+		problems = append(problems, fmt.Sprintf("source table(s) %s have no primary key (a DEFERRABLE one does not count) and no replica identity, so PostgreSQL would refuse their UPDATEs and DELETEs once published: add a primary key, or run ALTER TABLE ... REPLICA IDENTITY FULL, or, if their rows are only ever inserted, name them in --append-only (their UPDATEs and DELETEs are then not replicated), or leave them out of --tables",
 			strings.Join(noIdentity, ", ")))
 	}
 	if len(problems) > 0 {
@@ -234,14 +304,14 @@ func (e *env) checkTables(ctx context.Context, src PGSource, tgt target, tables 
 }
 
 // relations reads the tables' relations from the source, and names the
-// tables without a replica identity.
-func relations(ctx context.Context, src PGSource, tables []source.Table) ([]source.TableName, []*source.Relation, []string, error) {
+// tables without a replica identity that are not published append-only.
+func relations(ctx context.Context, src PGSource, tables []source.Table, appendOnly []source.TableName) ([]source.TableName, []*source.Relation, []string, error) {
 	var noIdentity []string
 	names := make([]source.TableName, len(tables))
 	rels := make([]*source.Relation, len(tables))
 	for i, t := range tables {
 		names[i] = t.Name
-		if !t.Replicable() {
+		if !t.Replicable() && !slices.Contains(appendOnly, t.Name) {
 			noIdentity = append(noIdentity, t.Name.String())
 		}
 		rel, err := src.Relation(ctx, t)

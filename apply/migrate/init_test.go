@@ -3,6 +3,7 @@ package migrate
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -190,5 +191,63 @@ func TestInitOptionsValidate(t *testing.T) {
 	}
 	if _, err := InitGauss(context.Background(), Config{Source: "s", Target: "t", Pipeline: "p"}, copyOptions); !errors.As(err, new(*UsageError)) {
 		t.Errorf("copy from GaussDB: %v, want a usage error", err)
+	}
+}
+
+// --append-only picks the selected tables without a replica identity;
+// a table it names that has one is published whole; a pattern that names
+// no selected table is a usage error.
+func TestAppendOnlyTables(t *testing.T) {
+	tables := []source.Table{
+		{Name: source.TableName{Schema: "public", Name: "pgbench_history"}, Identity: source.IdentityDefault},
+		{Name: source.TableName{Schema: "public", Name: "pgbench_accounts"}, Identity: source.IdentityDefault, HasPK: true},
+		{Name: source.TableName{Schema: "public", Name: "audit_log"}, Identity: source.IdentityNothing},
+		{Name: source.TableName{Schema: "public", Name: "audit_full"}, Identity: source.IdentityFull},
+	}
+	tests := []struct {
+		list, appendOnly, whole, err string
+	}{
+		{"", "", "", ""},
+		{"public.pgbench_history", "public.pgbench_history", "", ""},
+		{"public.*", "public.pgbench_history, public.audit_log", "public.pgbench_accounts, public.audit_full", ""},
+		{"public.audit_*", "public.audit_log", "public.audit_full", ""},
+		{"public.pgbench_history,public.nope*", "", "", "--append-only: public.nope* match(es) no table that --tables selects"},
+	}
+	for _, tt := range tests {
+		f, err := source.ParseTableFilter(tt.list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ao, whole, err := appendOnlyTables(tables, f)
+		var usage *UsageError
+		switch {
+		case tt.err != "" && (!errors.As(err, &usage) || !strings.HasPrefix(err.Error(), tt.err)):
+			t.Errorf("%q: error %v, want a usage error starting %q", tt.list, err, tt.err)
+		case tt.err == "" && err != nil:
+			t.Errorf("%q: %v", tt.list, err)
+		}
+		if joinNames(ao) != tt.appendOnly || joinNames(whole) != tt.whole {
+			t.Errorf("%q: append-only %q, whole %q; want %q, %q", tt.list, joinNames(ao), joinNames(whole), tt.appendOnly, tt.whole)
+		}
+	}
+}
+
+// Init publishes the append-only tables apart from the others: the
+// source is asked for both sets at once.
+func TestInitAppendOnly(t *testing.T) {
+	w := newWorld(t)
+	w.tables[1].Identity = source.IdentityNothing
+	f, err := source.ParseTableFilter(w.tables[1].Name.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.env().init(context.Background(), InitOptions{}); err == nil || !strings.Contains(err.Error(), "--append-only") {
+		t.Errorf("init of a table without identity: %v, want a refusal naming --append-only", err)
+	}
+	if _, err := w.env().init(context.Background(), InitOptions{AppendOnly: f}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(w.publishedAppendOnly, []source.TableName{w.tables[1].Name}) || !slices.Equal(w.publishedWhole, []source.TableName{w.tables[0].Name}) {
+		t.Errorf("published whole %v, append-only %v", w.publishedWhole, w.publishedAppendOnly)
 	}
 }

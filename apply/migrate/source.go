@@ -22,8 +22,12 @@ type PGSource interface {
 	DescribeTable(ctx context.Context, name source.TableName) (*source.TableDef, error)
 	SystemID(ctx context.Context) (string, error)
 
-	EnsurePublication(ctx context.Context, tables []source.TableName) (added, removed []source.TableName, err error)
-	DropPublication(ctx context.Context) (bool, error)
+	// EnsurePublications brings the pipeline's publication and its
+	// append-only one to want (source/pgoutput.EnsurePublications);
+	// ReadPublications reads them, missing ones as empty.
+	EnsurePublications(ctx context.Context, want source.Publications) (source.PublicationChanges, error)
+	ReadPublications(ctx context.Context) (source.Publications, error)
+	DropPublications(ctx context.Context) (main, appendOnly bool, err error)
 	InstallDDLCapture(ctx context.Context, filter source.TableFilter) error
 	RemoveDDLCapture(ctx context.Context) (bool, error)
 

@@ -11,12 +11,14 @@ import (
 
 // Status is a pipeline's state on both sides.
 type Status struct {
-	Pipeline   string           `json:"pipeline"`
-	SourceLSN  string           `json:"source_wal_lsn"`
-	Slot       SlotStatus       `json:"slot"`
-	Checkpoint CheckpointStatus `json:"checkpoint"`
-	LagBytes   int64            `json:"lag_bytes"`
-	LagSeconds float64          `json:"lag_seconds"`
+	Pipeline  string     `json:"pipeline"`
+	SourceLSN string     `json:"source_wal_lsn"`
+	Slot      SlotStatus `json:"slot"`
+	// Publications is nil for a GaussDB source, which has none.
+	Publications *PublicationStatus `json:"publications,omitempty"`
+	Checkpoint   CheckpointStatus   `json:"checkpoint"`
+	LagBytes     int64              `json:"lag_bytes"`
+	LagSeconds   float64            `json:"lag_seconds"`
 }
 
 // SlotStatus is the pipeline's slot on the source.
@@ -29,6 +31,16 @@ type SlotStatus struct {
 	Restart      string `json:"restart_lsn,omitempty"`
 	Retained     int64  `json:"wal_retained_bytes"`
 	WALStatus    string `json:"wal_status,omitempty"`
+}
+
+// PublicationStatus is the pipeline's publications on a PostgreSQL
+// source: how many tables the one named after the pipeline holds, and
+// the append-only one (inserts and truncates only) with its tables, when
+// it exists.
+type PublicationStatus struct {
+	Tables                int      `json:"tables"`
+	AppendOnlyPublication string   `json:"append_only_publication,omitempty"`
+	AppendOnlyTables      []string `json:"append_only_tables,omitempty"`
 }
 
 // CheckpointStatus is the pipeline's checkpoint row on the target.
@@ -68,6 +80,11 @@ func (e *env) status(ctx context.Context, src PGSource, tgt target) (Status, err
 	if err != nil {
 		return st, err
 	}
+	pubs, err := src.ReadPublications(ctx)
+	if err != nil {
+		return st, err
+	}
+	st.Publications = publicationStatus(pubs)
 	st.SourceLSN = s.Current.String()
 	st.Slot = SlotStatus{Exists: s.Exists, Active: s.Active, ActivePID: s.ActivePID, Retained: s.Retained, WALStatus: s.WALStatus}
 	if s.Exists {
@@ -88,6 +105,17 @@ func (e *env) status(ctx context.Context, src PGSource, tgt target) (Status, err
 		st.LagSeconds = sinceSeconds(cp.AppliedTime)
 	}
 	return st, nil
+}
+
+func publicationStatus(p source.Publications) *PublicationStatus {
+	ps := &PublicationStatus{Tables: len(p.Tables)}
+	if p.HasAppendOnly {
+		ps.AppendOnlyPublication = p.AppendOnlyName
+		for _, t := range p.AppendOnly {
+			ps.AppendOnlyTables = append(ps.AppendOnlyTables, t.String())
+		}
+	}
+	return ps
 }
 
 // fillCheckpoint sets the checkpoint fields and the lag in bytes behind

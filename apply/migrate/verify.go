@@ -55,9 +55,16 @@ func (e *env) verify(ctx context.Context, src PGSource, o VerifyOptions) (*verif
 	if err != nil {
 		return nil, err
 	}
+	// Append-only tables are compared as decant applies them: as
+	// multisets of whole rows, by no key, even where a unique index
+	// would offer one.
+	pubs, err := src.ReadPublications(ctx)
+	if err != nil {
+		return nil, err
+	}
 	return verify.Run(ctx, verify.Config{
 		Source: e.cfg.Source, Target: e.cfg.Target, MySQL: e.cfg.MySQLTarget(),
-		Tables: defs, Router: e.cfg.Router, Columns: e.cfg.Columns, Policy: e.cfg.Policy,
+		Tables: defs, AppendOnly: pubs.AppendOnly, Router: e.cfg.Router, Columns: e.cfg.Columns, Policy: e.cfg.Policy,
 		Jobs: o.Jobs, SpanRows: o.SpanRows, MaxKeys: o.MaxKeys, Logger: e.cfg.Logger,
 		Settle: func(ctx context.Context) error { return e.settle(ctx, src, o.RecheckWait) },
 	})

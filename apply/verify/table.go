@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/decant/decant/apply/mysql"
@@ -45,9 +46,18 @@ func asText(dst, v []byte) ([]byte, bool, error) { return append(dst, v...), fal
 
 // newTable matches a source table with its target table. tt is the
 // target table as mapping sees it; my is its MySQL description (nil for
-// a PostgreSQL target).
-func newTable(def *source.TableDef, tt *mapping.TargetTable, my *mysql.Table, rules mapping.ColumnRules, policy mapping.Policy) (*table, error) {
+// a PostgreSQL target). A keyless table (an append-only one) is compared
+// by no key whatever indexes either side has.
+func newTable(def *source.TableDef, tt *mapping.TargetTable, my *mysql.Table, rules mapping.ColumnRules, policy mapping.Policy, keyless bool) (*table, error) {
 	rel := def.PublishedRelation()
+	if keyless {
+		// Identity NOTHING: the plan takes no key, not even the target's
+		// primary key, which it would for FULL.
+		rel.Identity = source.IdentityNothing
+		for i := range rel.Columns {
+			rel.Columns[i].Key = false
+		}
+	}
 	p, err := mapping.NewPlan(rel, *tt, rules)
 	if err != nil {
 		return nil, err
@@ -180,7 +190,7 @@ func (w *worker) prepare(ctx context.Context, def *source.TableDef) (*table, []s
 	if err != nil {
 		return nil, nil, err
 	}
-	t, err := newTable(def, tt, my, w.cfg.Columns[def.Name], w.cfg.Policy)
+	t, err := newTable(def, tt, my, w.cfg.Columns[def.Name], w.cfg.Policy, slices.Contains(w.cfg.AppendOnly, def.Name))
 	if err != nil {
 		return nil, nil, fmt.Errorf("table %s: %w", def.Name, err)
 	}

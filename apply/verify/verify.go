@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -54,10 +55,13 @@ type Config struct {
 	Target string // target DSN
 	MySQL  bool   // the target is MySQL or MariaDB
 	// Tables are the source tables to compare, as the source describes them.
-	Tables  []*source.TableDef
-	Router  *mapping.Router
-	Columns map[source.TableName]mapping.ColumnRules
-	Policy  mapping.Policy
+	Tables []*source.TableDef
+	// AppendOnly are the tables among them that decant publishes
+	// append-only: compared as multisets of rows, by no key.
+	AppendOnly []source.TableName
+	Router     *mapping.Router
+	Columns    map[source.TableName]mapping.ColumnRules
+	Policy     mapping.Policy
 	// Jobs is how many spans are compared at once (each holds a session
 	// on either side).
 	Jobs int
@@ -120,11 +124,14 @@ type TableReport struct {
 	Source string `json:"source"`
 	Target string `json:"target"`
 	// Key names the source key columns; empty for a table without a key.
-	Key        []string `json:"key,omitempty"`
-	Equal      bool     `json:"equal"`
-	SourceRows int64    `json:"source_rows"`
-	TargetRows int64    `json:"target_rows"`
-	Spans      int      `json:"spans"`
+	Key []string `json:"key,omitempty"`
+	// AppendOnly: decant publishes the table append-only (Config), and
+	// compared it as a multiset.
+	AppendOnly bool  `json:"append_only,omitempty"`
+	Equal      bool  `json:"equal"`
+	SourceRows int64 `json:"source_rows"`
+	TargetRows int64 `json:"target_rows"`
+	Spans      int   `json:"spans"`
 	// DifferingSpans counts the spans whose rows differ.
 	DifferingSpans int   `json:"differing_spans"`
 	Missing        int64 `json:"missing"`
@@ -215,7 +222,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	rep.Equal = true
 	for i, def := range cfg.Tables {
-		tr := TableReport{Source: def.Name.String(), Target: targetText(cfg.Router.Route(def.Name)), Error: failed[i]}
+		tr := TableReport{Source: def.Name.String(), Target: targetText(cfg.Router.Route(def.Name)), Error: failed[i],
+			AppendOnly: slices.Contains(cfg.AppendOnly, def.Name)}
 		if t := tables[i]; t != nil {
 			tr.Key = t.keyNames
 			tr.Spans = len(spans[i])

@@ -23,7 +23,7 @@ func pgTable(t *testing.T, def *source.TableDef) *table {
 	for _, c := range def.Columns {
 		tt.Columns = append(tt.Columns, mapping.TargetColumn{Name: c.Name})
 	}
-	tb, err := newTable(def, tt, nil, mapping.ColumnRules{}, mapping.PolicyError)
+	tb, err := newTable(def, tt, nil, mapping.ColumnRules{}, mapping.PolicyError, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestMySQLNormalForms(t *testing.T) {
 			my := &mysql.Table{TargetTable: mapping.TargetTable{Name: source.TableName{Name: "t"}, PrimaryKey: []string{"id"},
 				Columns: []mapping.TargetColumn{{Name: "id"}, {Name: "v"}}},
 				MySQL: map[string]mapping.MySQLColumn{"id": {Name: "id", DataType: "int", ColumnType: "int(11)"}, "v": c.tgt}}
-			tb, err := newTable(def, &my.TargetTable, my, mapping.ColumnRules{}, mapping.PolicyError)
+			tb, err := newTable(def, &my.TargetTable, my, mapping.ColumnRules{}, mapping.PolicyError, false)
 			if err != nil {
 				t.Fatal(err)
 			}

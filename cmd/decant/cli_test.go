@@ -41,11 +41,23 @@ func TestUsageBeforeConnecting(t *testing.T) {
 		{[]string{"cutover", "--on-unsupported-ddl", "skip"}, "unknown flag: --on-unsupported-ddl"},
 		{[]string{"init", "--on-unsupported-ddl", "skip"}, "unknown flag: --on-unsupported-ddl"},
 		{[]string{"verify", "--jobs", "0"}, "--jobs, --span-rows and --max-keys must be at least 1"},
+		{[]string{"init", "--append-only", "pgbench_history"}, `--append-only: invalid table pattern "pgbench_history"`},
+		{[]string{"migrate", "--append-only", "public.a,history"}, `--append-only: invalid table pattern "history"`},
+		{[]string{"run", "--append-only", "public.a"}, "unknown flag: --append-only"},
+		{[]string{"init", "--pipeline", "shop_append_only"}, "is the append-only publication of pipeline shop"},
 	} {
 		code, msg := execute(t, c.args...)
 		if code != 2 || !strings.Contains(msg, c.want) {
 			t.Errorf("decant %s: exit %d, %q; want exit 2 and %q", strings.Join(c.args, " "), code, msg, c.want)
 		}
+	}
+	// A GaussDB slot decodes every change of its tables: no append-only.
+	root := newRoot()
+	root.SetArgs([]string{"init", "--source", "gaussdb://u@127.0.0.1:1/db", "--target", "postgres://u@127.0.0.1:1/db", "--append-only", "public.a"})
+	root.SetOut(io.Discard)
+	root.SetErr(io.Discard)
+	if err := root.ExecuteContext(context.Background()); report(err) != 2 || !strings.Contains(err.Error(), "--append-only is for PostgreSQL sources") {
+		t.Errorf("init --append-only on a GaussDB source: %v", err)
 	}
 	// Valid copy flags get as far as connecting.
 	if code, msg := execute(t, "init", "--copy", "--jobs", "2", "--split-size", "1MiB"); code != 1 {

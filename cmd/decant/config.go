@@ -15,6 +15,7 @@ import (
 	"github.com/decant/decant/notify"
 	"github.com/decant/decant/source"
 	"github.com/decant/decant/source/gauss"
+	"github.com/decant/decant/source/pgoutput"
 	"github.com/decant/decant/source/pgsession"
 )
 
@@ -199,6 +200,9 @@ func (c *config) validate() error {
 func (c *config) validateEnds() error {
 	if !pipelineName.MatchString(c.Pipeline) {
 		return usagef("invalid --pipeline %q: use 1 to 48 lowercase letters, digits and underscores, not starting with a digit", c.Pipeline)
+	}
+	if strings.HasSuffix(c.Pipeline, pgoutput.AppendOnlySuffix) {
+		return usagef("invalid --pipeline %q: a name ending in %s is the append-only publication of pipeline %s; choose another", c.Pipeline, pgoutput.AppendOnlySuffix, strings.TrimSuffix(c.Pipeline, pgoutput.AppendOnlySuffix))
 	}
 	if c.Source == "" {
 		return usagef("no source: give --source postgres://user:pass@host:port/db (or gaussdb://, opengauss://), DECANT_SOURCE, or source: in --config")

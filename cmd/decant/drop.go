@@ -15,7 +15,7 @@ func dropCmd() *cobra.Command {
 		Use:   "drop",
 		Short: "Remove the pipeline's slot, publication and checkpoint row",
 		Long: `Drops the pipeline's slot (refused while decant run uses it), its
-publication and DDL capture, the table definitions and copy state it keeps
+publication and append-only publication, its DDL capture, the table definitions and copy state it keeps
 on the target, and its checkpoint row. A GaussDB or openGauss pipeline has
 a slot, definitions and a checkpoint row only.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -41,7 +41,8 @@ a slot, definitions and a checkpoint row only.`,
 			if err != nil {
 				return err
 			}
-			fmt.Printf("pipeline %s: slot %s, publication %s, checkpoint %s\n", c.Pipeline, done(d.Slot), done(d.Publication), done(d.Checkpoint))
+			fmt.Printf("pipeline %s: slot %s, publication %s, append-only publication %s, checkpoint %s\n",
+				c.Pipeline, done(d.Slot), done(d.Publication), done(d.AppendOnlyPublication), done(d.Checkpoint))
 			return nil
 		},
 	}

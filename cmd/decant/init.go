@@ -10,6 +10,7 @@ import (
 
 	"github.com/decant/decant/apply/migrate"
 	"github.com/decant/decant/checkpoint"
+	"github.com/decant/decant/source"
 )
 
 func initCmd() *cobra.Command {
@@ -30,7 +31,14 @@ selected table is copied under it (--jobs workers, large tables in ranges;
 with --create-tables, keys and indexes are built after the data), so that
 decant run afterwards neither misses nor repeats a row. An interrupted copy
 is restarted by running init --copy again. --jobs and --split-size are for
-the copy: without --copy they are refused.`,
+the copy: without --copy they are refused.
+
+With --append-only, the selected tables it names that have no replica
+identity are published through a second publication, <pipeline>_append_only,
+with publish = 'insert, truncate': their inserts and truncates are
+replicated, their UPDATEs and DELETEs keep working on the source and are
+not replicated (init warns of each such table). Without it such tables are
+refused.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			_, _, err := runInit(cmd, &f, o)
 			return err
@@ -42,11 +50,12 @@ the copy: without --copy they are refused.`,
 
 // initOptions are init's own flags.
 type initOptions struct {
-	create    bool   // --create-tables
-	ddl       bool   // --ddl
-	copy      bool   // --copy
-	jobs      int    // --jobs
-	splitSize string // --split-size
+	create     bool      // --create-tables
+	ddl        bool      // --ddl
+	copy       bool      // --copy
+	jobs       int       // --jobs
+	splitSize  string    // --split-size
+	appendOnly tableList // --append-only
 }
 
 // addInitFlags adds init's flags (copy and migrate, which always copy,
@@ -56,6 +65,7 @@ func addInitFlags(cmd *cobra.Command, f *flags, o *initOptions, withCopy bool) {
 	addMappingFlags(cmd, f)
 	cmd.Flags().BoolVar(&o.create, "create-tables", false, "create missing target tables from the source catalog (mapped types, keys, indexes)")
 	cmd.Flags().BoolVar(&o.ddl, "ddl", false, "replicate schema changes: install an event trigger on the source that reports DDL in the stream")
+	cmd.Flags().Var((*tableFlag)(&o.appendOnly), "append-only", "comma list of schema.table patterns among --tables: keyless tables whose rows are only inserted, published for inserts and truncates only (their UPDATEs and DELETEs on the source are not replicated)")
 	if withCopy {
 		cmd.Flags().BoolVar(&o.copy, "copy", false, "copy the selected tables' rows as of the slot's creation (exported snapshot), then stream from there; the target tables must be empty")
 	}
@@ -68,6 +78,10 @@ func addInitFlags(cmd *cobra.Command, f *flags, o *initOptions, withCopy bool) {
 // rather than ignored, so that a mistyped command does not pass unnoticed.
 func (o initOptions) options(cmd *cobra.Command) (migrate.InitOptions, error) {
 	opts := migrate.InitOptions{CreateTables: o.create, DDL: o.ddl, Copy: o.copy}
+	var err error
+	if opts.AppendOnly, err = source.ParseTableFilter(string(o.appendOnly)); err != nil {
+		return opts, usagef("--append-only: %v", err)
+	}
 	if !o.copy {
 		for _, name := range []string{"jobs", "split-size"} {
 			if cmd.Flags().Changed(name) {
@@ -108,6 +122,9 @@ func loadInit(cmd *cobra.Command, f *flags, o initOptions) (config, migrate.Init
 	opts, err := o.options(cmd)
 	if err != nil {
 		return c, opts, nil, err
+	}
+	if c.gaussSource() && !opts.AppendOnly.Empty() {
+		return c, opts, nil, usagef("--append-only is for PostgreSQL sources: a GaussDB or openGauss slot decodes every change of the tables it selects")
 	}
 	log := logger(c)
 	if opts.Copy {

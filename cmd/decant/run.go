@@ -145,7 +145,8 @@ func runPipeline(ctx context.Context, c config, o runOptions, log *slog.Logger, 
 		reader, err = gaussReader(c, log, ob.spill)
 	} else {
 		reader, err = pgoutput.NewReader(pgoutput.Config{
-			DSN: c.Source, Slot: c.Pipeline, Publication: c.Pipeline, Pipeline: c.Pipeline, Logger: log,
+			DSN: c.Source, Slot: c.Pipeline, Publication: c.Pipeline, AppendOnlyPublication: pgoutput.AppendOnlyPublication(c.Pipeline),
+			Pipeline: c.Pipeline, Logger: log,
 			DescribeTypes: c.mysqlTarget(),
 			MaxTxnMemory:  c.memory, SpillDir: c.SpillDir, StreamApply: c.StreamApply,
 			Timeout: c.sourceTimeout, Spill: ob.spill,

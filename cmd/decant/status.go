@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -60,6 +61,7 @@ func printStatus(w io.Writer, st migrate.Status) {
 		fmt.Fprintf(w, "slot           %s, confirmed_flush %s, restart %s, %s WAL retained\n",
 			state, st.Slot.Confirmed, st.Slot.Restart, source.SizeText(st.Slot.Retained))
 	}
+	printPublications(w, st.Pipeline, st.Publications)
 	if !st.Checkpoint.Exists {
 		fmt.Fprintf(w, "checkpoint     missing (run decant init)\n")
 		return
@@ -71,4 +73,21 @@ func printStatus(w io.Writer, st migrate.Status) {
 	fmt.Fprintf(w, "checkpoint     resume at %s, last applied commit %s, written %s\n",
 		st.Checkpoint.EndLSN, commit, st.Checkpoint.AppliedTime.UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "lag            %s, %.1f s\n", source.SizeText(st.LagBytes), st.LagSeconds)
+}
+
+// printPublications prints a PostgreSQL pipeline's publications (a
+// GaussDB source has none).
+func printPublications(w io.Writer, pipeline string, p *migrate.PublicationStatus) {
+	if p == nil {
+		return
+	}
+	fmt.Fprintf(w, "publication    %s: %d table(s)\n", pipeline, p.Tables)
+	if p.AppendOnlyPublication == "" {
+		return
+	}
+	tables := ""
+	if len(p.AppendOnlyTables) > 0 {
+		tables = " (" + strings.Join(p.AppendOnlyTables, ", ") + ")"
+	}
+	fmt.Fprintf(w, "append-only    %s: %d table(s), inserts and truncates only%s\n", p.AppendOnlyPublication, len(p.AppendOnlyTables), tables)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/decant/decant/source"
 	"github.com/decant/decant/source/pgsession"
@@ -74,25 +75,87 @@ func SelectTables(ctx context.Context, conn *pgx.Conn, filter source.TableFilter
 	return out, nil
 }
 
-// EnsurePublication creates the publication for tables, or brings an
-// existing one to exactly that set. It returns the tables it added and
-// removed (both empty when nothing changed).
-func EnsurePublication(ctx context.Context, conn *pgx.Conn, name string, tables []source.TableName) (added, removed []source.TableName, err error) {
-	if len(tables) == 0 {
-		return nil, nil, setupf("no source table matches --tables; nothing to replicate")
+// AppendOnlySuffix ends the name of a pipeline's append-only publication
+// (pipeline names cannot end in it, so no pipeline's main publication
+// takes another's append-only name).
+const AppendOnlySuffix = "_append_only"
+
+// AppendOnlyPublication names the pipeline's second publication, of its
+// append-only tables: publish = 'insert, truncate', so that a keyless
+// table's UPDATEs and DELETEs, which PostgreSQL refuses on a table
+// published for them without a replica identity, keep working on the
+// source; they are not replicated.
+func AppendOnlyPublication(pipeline string) string { return pipeline + AppendOnlySuffix }
+
+// appendOnlyPublish is the append-only publication's publish option.
+const appendOnlyPublish = "insert, truncate"
+
+// querier is a session or a transaction on it.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// EnsurePublications creates the pipeline's two publications, or brings
+// existing ones to exactly want's tables, in one transaction: a table
+// moving between them is never in neither. Either may hold no table.
+//
+// The append-only publication is made only together with the pipeline,
+// before its slot: pgoutput (before PostgreSQL 18) looks the publications
+// it streams for up as of each change it decodes, and fails on changes
+// older than one of them. A pipeline whose slot already exists without
+// that publication (made by an older decant) keeps having none; asking
+// it for append-only tables is refused with what to do.
+func EnsurePublications(ctx context.Context, conn *pgx.Conn, pipeline string, want source.Publications) (source.PublicationChanges, error) {
+	var ch source.PublicationChanges
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		withAppendOnly, err := appendOnlyAllowed(ctx, tx, pipeline, len(want.AppendOnly) > 0)
+		if err != nil {
+			return err
+		}
+		if ch.Added, ch.Removed, err = ensurePublication(ctx, tx, pipeline, "", want.Tables); err != nil || !withAppendOnly {
+			return err
+		}
+		ch.AppendOnlyAdded, ch.AppendOnlyRemoved, err = ensurePublication(ctx, tx, AppendOnlyPublication(pipeline), appendOnlyPublish, want.AppendOnly)
+		return err
+	})
+	if err != nil {
+		return source.PublicationChanges{}, err
 	}
-	list := make([]string, len(tables))
-	for i, t := range tables {
-		list[i] = pgsession.QuoteTable(t)
+	return ch, nil
+}
+
+// appendOnlyAllowed reports whether the pipeline has, or may be given,
+// its append-only publication (see EnsurePublications), and refuses
+// append-only tables for a pipeline that may not.
+func appendOnlyAllowed(ctx context.Context, q querier, pipeline string, wanted bool) (bool, error) {
+	name := AppendOnlyPublication(pipeline)
+	var exists, slot bool
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = $1),
+		EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = $2)`, name, pipeline).Scan(&exists, &slot)
+	if err != nil {
+		return false, fmt.Errorf("read publication %s: %w", name, err)
 	}
-	current, exists, err := publicationTables(ctx, conn, name)
+	switch {
+	case exists || !slot:
+		return true, nil
+	case wanted:
+		return false, setupf("pipeline %s has no append-only publication %s (it was initialized by a decant without append-only tables), and none can be added while its slot exists: PostgreSQL before 18 fails to decode the changes older than a publication; run decant drop --yes, then init again with --append-only (and --copy)", pipeline, name)
+	}
+	return false, nil
+}
+
+// ensurePublication creates publication name for tables (publish: its
+// publish option, "" for every change), or brings an existing one to
+// exactly that set. It returns the tables it added and removed.
+func ensurePublication(ctx context.Context, q querier, name, publish string, tables []source.TableName) (added, removed []source.TableName, err error) {
+	current, exists, err := publicationTables(ctx, q, name)
 	if err != nil {
 		return nil, nil, err
 	}
 	if !exists {
-		_, err := conn.Exec(ctx, fmt.Sprintf("CREATE PUBLICATION %s FOR TABLE %s WITH (publish_via_partition_root = true)",
-			pgsession.QuoteIdent(name), strings.Join(list, ", ")))
-		if err != nil {
+		if _, err := q.Exec(ctx, createPublicationSQL(name, publish, tables)); err != nil {
 			return nil, nil, fmt.Errorf("create publication %s: %w", name, err)
 		}
 		return tables, nil, nil
@@ -110,19 +173,46 @@ func EnsurePublication(ctx context.Context, conn *pgx.Conn, name string, tables 
 	if len(added)+len(removed) == 0 {
 		return nil, nil, nil
 	}
-	_, err = conn.Exec(ctx, fmt.Sprintf("ALTER PUBLICATION %s SET TABLE %s", pgsession.QuoteIdent(name), strings.Join(list, ", ")))
-	if err != nil {
+	// SET TABLE takes no empty list: a publication left with no table
+	// drops the ones it has.
+	alter := fmt.Sprintf("ALTER PUBLICATION %s SET TABLE %s", pgsession.QuoteIdent(name), tableList(tables))
+	if len(tables) == 0 {
+		alter = fmt.Sprintf("ALTER PUBLICATION %s DROP TABLE %s", pgsession.QuoteIdent(name), tableList(removed))
+	}
+	if _, err = q.Exec(ctx, alter); err != nil {
 		return nil, nil, fmt.Errorf("alter publication %s: %w", name, err)
 	}
 	return added, removed, nil
 }
 
-func publicationTables(ctx context.Context, conn *pgx.Conn, name string) (tables []source.TableName, exists bool, err error) {
-	err = conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = $1)`, name).Scan(&exists)
+// createPublicationSQL creates publication name for tables, publishing
+// partitions' changes through their root.
+func createPublicationSQL(name, publish string, tables []source.TableName) string {
+	sql := "CREATE PUBLICATION " + pgsession.QuoteIdent(name)
+	if len(tables) > 0 {
+		sql += " FOR TABLE " + tableList(tables)
+	}
+	sql += " WITH (publish_via_partition_root = true"
+	if publish != "" {
+		sql += ", publish = " + quoteLiteral(publish)
+	}
+	return sql + ")"
+}
+
+func tableList(tables []source.TableName) string {
+	list := make([]string, len(tables))
+	for i, t := range tables {
+		list[i] = pgsession.QuoteTable(t)
+	}
+	return strings.Join(list, ", ")
+}
+
+func publicationTables(ctx context.Context, q querier, name string) (tables []source.TableName, exists bool, err error) {
+	err = q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = $1)`, name).Scan(&exists)
 	if err != nil || !exists {
 		return nil, false, wrapErr("read publication "+name, err)
 	}
-	rows, err := conn.Query(ctx, `SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = $1 ORDER BY 1, 2`, name)
+	rows, err := q.Query(ctx, `SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = $1 ORDER BY 1, 2`, name)
 	if err != nil {
 		return nil, false, fmt.Errorf("read publication %s: %w", name, err)
 	}
@@ -147,6 +237,19 @@ func PublicationTables(ctx context.Context, conn *pgx.Conn, name string) ([]sour
 		return nil, setupf("publication %s does not exist on the source; run decant init", name)
 	}
 	return tables, nil
+}
+
+// ReadPublications reads the tables of the pipeline's publications, which
+// are what remembers the pipeline's append-only tables between init and
+// the commands after it. A missing publication holds no table.
+func ReadPublications(ctx context.Context, conn *pgx.Conn, pipeline string) (source.Publications, error) {
+	p := source.Publications{AppendOnlyName: AppendOnlyPublication(pipeline)}
+	var err error
+	if p.Tables, _, err = publicationTables(ctx, conn, pipeline); err != nil {
+		return p, err
+	}
+	p.AppendOnly, p.HasAppendOnly, err = publicationTables(ctx, conn, p.AppendOnlyName)
+	return p, err
 }
 
 // EnsureSlot creates the pgoutput slot, or finds the existing one. It
@@ -232,8 +335,17 @@ func DropSlot(ctx context.Context, conn *pgx.Conn, slot string) (bool, error) {
 	return true, nil
 }
 
-// DropPublication drops the publication if it exists.
-func DropPublication(ctx context.Context, conn *pgx.Conn, name string) (bool, error) {
+// DropPublications drops the pipeline's publication and its append-only
+// one, each if it exists, and reports which it dropped.
+func DropPublications(ctx context.Context, conn *pgx.Conn, pipeline string) (main, appendOnly bool, err error) {
+	if main, err = dropPublication(ctx, conn, pipeline); err != nil {
+		return main, false, err
+	}
+	appendOnly, err = dropPublication(ctx, conn, AppendOnlyPublication(pipeline))
+	return main, appendOnly, err
+}
+
+func dropPublication(ctx context.Context, conn *pgx.Conn, name string) (bool, error) {
 	_, exists, err := publicationTables(ctx, conn, name)
 	if err != nil || !exists {
 		return false, err

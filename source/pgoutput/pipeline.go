@@ -62,14 +62,20 @@ func (a *Admin) SystemID(ctx context.Context) (string, error) {
 	return srv.SystemID, err
 }
 
-// EnsurePublication runs EnsurePublication for the pipeline's publication.
-func (a *Admin) EnsurePublication(ctx context.Context, tables []source.TableName) (added, removed []source.TableName, err error) {
-	return EnsurePublication(ctx, a.conn, a.pipeline, tables)
+// EnsurePublications runs EnsurePublications for the pipeline's
+// publications.
+func (a *Admin) EnsurePublications(ctx context.Context, want source.Publications) (source.PublicationChanges, error) {
+	return EnsurePublications(ctx, a.conn, a.pipeline, want)
 }
 
-// DropPublication runs DropPublication for the pipeline's publication.
-func (a *Admin) DropPublication(ctx context.Context) (bool, error) {
-	return DropPublication(ctx, a.conn, a.pipeline)
+// ReadPublications runs ReadPublications for the pipeline's publications.
+func (a *Admin) ReadPublications(ctx context.Context) (source.Publications, error) {
+	return ReadPublications(ctx, a.conn, a.pipeline)
+}
+
+// DropPublications runs DropPublications for the pipeline's publications.
+func (a *Admin) DropPublications(ctx context.Context) (main, appendOnly bool, err error) {
+	return DropPublications(ctx, a.conn, a.pipeline)
 }
 
 // InstallDDLCapture runs InstallDDLCapture for the pipeline and its

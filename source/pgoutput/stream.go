@@ -24,7 +24,11 @@ type Config struct {
 	DSN         string // postgres:// URL of the source database
 	Slot        string // logical replication slot using pgoutput
 	Publication string // publication naming the replicated tables
-	Pipeline    string // the pipeline, whose DDL messages the reader keeps
+	// AppendOnlyPublication is the pipeline's second publication, of
+	// append-only tables (publish = 'insert, truncate'); the reader
+	// streams it too when it exists on the source. "" for none.
+	AppendOnlyPublication string
+	Pipeline              string // the pipeline, whose DDL messages the reader keeps
 	// StatusInterval is the longest time between two standby status
 	// updates; 10 s when zero.
 	StatusInterval time.Duration
@@ -159,13 +163,17 @@ func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<
 	if err := source.RemoveSpills(r.cfg.SpillDir, spillPrefix(r.cfg.Slot)); err != nil {
 		return err
 	}
+	pubs, err := r.publications(ctx, conn)
+	if err != nil {
+		return err
+	}
 	proto, err := r.protocol(ctx, conn)
 	if err != nil {
 		return err
 	}
 	// messages: decant's DDL capture reports schema changes as logical
 	// decoding messages inside their transaction (init --ddl).
-	args := []string{fmt.Sprintf("proto_version '%d'", proto), "publication_names " + quoteLiteral(pgsession.QuoteIdent(r.cfg.Publication)), "messages 'true'"}
+	args := []string{fmt.Sprintf("proto_version '%d'", proto), "publication_names " + quoteLiteral(pubs), "messages 'true'"}
 	if proto >= 2 {
 		args = append(args, "streaming 'on'")
 	}
@@ -253,13 +261,36 @@ func (r *Reader) checkSlot(ctx context.Context, conn *pgconn.PgConn, srv source.
 		r.log.Warn("the source no longer reserves WAL for the slot (wal_status unreserved, past max_slot_wal_keep_size): its next checkpoint may invalidate the slot unless decant catches up first",
 			"slot", r.cfg.Slot, "restart", st.Restart.String(), "confirmed", st.Confirmed.String(), "checkpoint", req.Start.String())
 	}
-	q := fmt.Sprintf(`SELECT count(*) FROM pg_publication WHERE pubname = %s`, quoteLiteral(r.cfg.Publication))
-	return queryOne(ctx, conn, q, func(n string) error {
-		if n == "0" {
-			return setupf("publication %s does not exist in the source database; run decant init", r.cfg.Publication)
+	return nil
+}
+
+// publications is the publication_names list the stream asks for: the
+// pipeline's publication, which must exist, and its append-only one when
+// it exists (a pipeline made by an older decant has none; see
+// EnsurePublications for why it gets none later).
+func (r *Reader) publications(ctx context.Context, conn *pgconn.PgConn) (string, error) {
+	// One value, two flags: the simple protocol reads one text each.
+	q := fmt.Sprintf(`SELECT (EXISTS (SELECT 1 FROM pg_publication WHERE pubname = %s))::int::text
+		|| (EXISTS (SELECT 1 FROM pg_publication WHERE pubname = %s))::int::text`,
+		quoteLiteral(r.cfg.Publication), quoteLiteral(r.cfg.AppendOnlyPublication))
+	var main, appendOnly bool
+	if err := queryOne(ctx, conn, q, func(v string) error {
+		if len(v) != 2 {
+			return fmt.Errorf("unexpected answer %q", v)
 		}
+		main, appendOnly = v[0] == '1', v[1] == '1'
 		return nil
-	})
+	}); err != nil {
+		return "", fmt.Errorf("read publications: %w", err)
+	}
+	if !main {
+		return "", setupf("publication %s does not exist in the source database; run decant init", r.cfg.Publication)
+	}
+	names := pgsession.QuoteIdent(r.cfg.Publication)
+	if appendOnly && r.cfg.AppendOnlyPublication != "" {
+		names += "," + pgsession.QuoteIdent(r.cfg.AppendOnlyPublication)
+	}
+	return names, nil
 }
 
 // readSlot reads the slot's state, its plugin and the process holding it
