@@ -156,7 +156,7 @@ func (e *env) prepare(ctx context.Context, src PGSource, tgt target, o InitOptio
 		return nil, err
 	}
 	if p.hasRow && !slot.Exists {
-		return nil, fmt.Errorf("the target holds a checkpoint for pipeline %s at %s but slot %s is missing on the source, so changes after it are lost: run decant drop --yes, then init again and recopy the tables",
+		return nil, fmt.Errorf("the target holds a checkpoint for pipeline %s at %s but slot %s is missing on the source, so changes after it are lost: run decant resync to repair the target from a new slot",
 			e.cfg.Pipeline, stored.End, e.cfg.Pipeline)
 	}
 	if p.added, p.removed, err = src.EnsurePublication(ctx, p.names); err != nil {

@@ -78,7 +78,7 @@ func newRoot() *cobra.Command {
 	root.SetVersionTemplate("{{.Version}}")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(initCmd(), runCmd(), statusCmd(), dropCmd(), decodeCmd())
-	root.AddCommand(copyCmd(), migrateCmd(), verifyCmd(), cutoverCmd(), versionCmd())
+	root.AddCommand(copyCmd(), migrateCmd(), verifyCmd(), resyncCmd(), cutoverCmd(), versionCmd())
 	for _, c := range root.Commands() {
 		if c.Args != nil {
 			continue // decode takes a file
