@@ -90,7 +90,7 @@ func TestSlotCheckStopsWhileRunning(t *testing.T) {
 	if Transient(err) || !source.NeedsPerson(err) {
 		t.Errorf("%v: transient %v, needs a person %v", err, Transient(err), source.NeedsPerson(err))
 	}
-	if !strings.Contains(err.Error(), "0/5000") || !strings.Contains(err.Error(), "0/108") || !strings.Contains(err.Error(), "decant drop --pipeline p1, then decant init --pipeline p1 --copy") {
+	if !strings.Contains(err.Error(), "0/5000") || !strings.Contains(err.Error(), "0/108") || !strings.Contains(err.Error(), "decant resync --pipeline p1 --yes, then decant run") {
 		t.Errorf("error %q lacks the positions or the way back", err)
 	}
 	if p.Acked() != 0x108 {

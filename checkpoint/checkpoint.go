@@ -267,3 +267,23 @@ func PGDelete(ctx context.Context, conn *pgx.Conn, pipeline string) (bool, error
 	}
 	return tag.RowsAffected() > 0, nil
 }
+
+// PGReset sets the pipeline's row to row's position outright, backwards
+// too, clearing the last transaction, the partial mark, the hold and the
+// timeline (the next run records it). Only resync writes it: once with
+// position 0, which no slot can stream from, so run refuses while a
+// resync is unfinished; then at the new slot's consistent point once
+// every table is repaired. The row must exist.
+func PGReset(ctx context.Context, conn *pgx.Conn, row Row) error {
+	tag, err := conn.Exec(ctx, `UPDATE decant.checkpoint
+	SET commit_lsn = $2, end_lsn = $3, xid = NULL, commit_time = NULL, commit_csn = NULL, applied_time = now(),
+		partial_commit_lsn = NULL, partial_seq = 0, hold_lsn = NULL, timeline = NULL
+	WHERE pipeline = $1`, row.Pipeline, row.Commit.String(), row.End.String())
+	if err == nil && tag.RowsAffected() != 1 {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("reset checkpoint of pipeline %s to %s: %w", row.Pipeline, row.End, err)
+	}
+	return nil
+}

@@ -190,3 +190,21 @@ func MySQLDelete(ctx context.Context, db Querier, pipeline string) (bool, error)
 	n, _ := res.RowsAffected()
 	return n > 0, nil
 }
+
+// MySQLReset is PGReset for a MySQL target.
+func MySQLReset(ctx context.Context, db Querier, row Row) error {
+	res, err := db.ExecContext(ctx, `UPDATE decant_checkpoint
+	SET commit_lsn = ?, end_lsn = ?, xid = NULL, commit_time = NULL, commit_csn = NULL, applied_time = UTC_TIMESTAMP(6),
+		partial_commit_lsn = 0, partial_seq = 0, hold_lsn = 0, timeline = 0
+	WHERE pipeline = ?`, uint64(row.Commit), uint64(row.End), row.Pipeline)
+	if err == nil {
+		// Matched rows (clientFoundRows): 1 also when nothing changed.
+		if n, _ := res.RowsAffected(); n != 1 {
+			err = ErrNotFound
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("reset checkpoint of pipeline %s to %s: %w", row.Pipeline, row.End, err)
+	}
+	return nil
+}

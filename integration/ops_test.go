@@ -129,7 +129,7 @@ func TestSlotConsumed(t *testing.T) {
 	if code != 3 {
 		t.Errorf("run on a consumed slot: exit %d, want 3", code)
 	}
-	oneLineError(t, "consumed slot", errOut, "slot "+p.name+" confirmed", "consumed", p.checkpointEnd(), "decant drop --pipeline "+p.name)
+	oneLineError(t, "consumed slot", errOut, "slot "+p.name+" confirmed", "consumed", p.checkpointEnd(), "decant resync --pipeline "+p.name+" --yes")
 	if took := time.Since(start); took > 20*time.Second {
 		t.Errorf("run on a consumed slot took %s to give up", took)
 	}

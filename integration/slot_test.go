@@ -34,7 +34,7 @@ func TestSlotDropped(t *testing.T) {
 		t.Errorf("run on a dropped slot: exit %d, want 3", code)
 	}
 	oneLineError(t, "dropped slot", errOut, "slot "+p.name+" does not exist", "checkpoint is "+p.checkpointEnd(),
-		"recorded on timeline 1", "still on timeline 1", "likely dropped", "decant drop --pipeline "+p.name)
+		"recorded on timeline 1", "still on timeline 1", "likely dropped", "decant resync --pipeline "+p.name+" --yes")
 }
 
 // TestSlotRecreatedWhileRunning: someone ends the running decant's
@@ -64,7 +64,7 @@ INSERT INTO load (client, v) VALUES (2, 'after the new slot');`)
 	if code := exitCode(a.err); code != 3 {
 		t.Errorf("run on a slot made again: exit %d (%v), want 3\n%s", code, a.err, a.stderr.String())
 	}
-	oneLineError(t, "slot made again", a.stderr.String(), "slot "+p.name+" confirmed", "but the target's checkpoint is", "decant drop --pipeline "+p.name)
+	oneLineError(t, "slot made again", a.stderr.String(), "slot "+p.name+" confirmed", "but the target's checkpoint is", "decant resync --pipeline "+p.name+" --yes")
 }
 
 // TestSlotInvalidated: on a source that keeps at most 16 MB of WAL for a
@@ -116,7 +116,7 @@ func TestSlotInvalidated(t *testing.T) {
 	if code != 3 {
 		t.Errorf("run on an invalidated slot: exit %d, want 3", code)
 	}
-	oneLineError(t, "invalidated slot", errOut, "slot "+p.name+" was invalidated", "wal_status lost", "checkpoint is "+p.checkpointEnd(), "decant drop --pipeline "+p.name)
+	oneLineError(t, "invalidated slot", errOut, "slot "+p.name+" was invalidated", "wal_status lost", "checkpoint is "+p.checkpointEnd(), "decant resync --pipeline "+p.name+" --yes")
 }
 
 // exitCode is the exit code of a finished command's error (0 for nil).

@@ -60,7 +60,7 @@ func (n *Notifier) ObserveSlot(slot, walStatus string) {
 	case "unreserved":
 		n.Send(Event{Kind: SlotUnreserved, WALStatus: walStatus, Message: fmt.Sprintf("the source no longer reserves WAL for slot %s (wal_status unreserved, past max_slot_wal_keep_size): its next checkpoint may invalidate the slot unless decant catches up first", slot)})
 	case "lost":
-		n.Send(Event{Kind: SlotLost, WALStatus: walStatus, Message: fmt.Sprintf("the source invalidated slot %s (wal_status lost): decant drop, then decant init --copy", slot)})
+		n.Send(Event{Kind: SlotLost, WALStatus: walStatus, Message: fmt.Sprintf("the source invalidated slot %s (wal_status lost): decant resync, then decant run", slot)})
 	}
 }
 

@@ -28,11 +28,11 @@ func (e *SlotBusyError) Retryable() bool { return true }
 
 // ResyncAdvice is how to recover once the slot can no longer stream what
 // the target lacks (consumed past the checkpoint, dropped, invalidated):
-// the transactions in between cannot be streamed again, so the target is
-// rebuilt from a new slot's snapshot. (A repair in place that copies only
-// what differs, decant resync, is planned; this names it once it exists.)
+// the transactions in between cannot be streamed again, so decant resync
+// makes a new slot and repairs the target as of its snapshot, copying
+// only what differs.
 func ResyncAdvice(pipeline string) string {
-	return fmt.Sprintf("rebuild the target from a new slot: decant drop --pipeline %s, then decant init --pipeline %s --copy", pipeline, pipeline)
+	return fmt.Sprintf("repair the target from a new slot: decant resync --pipeline %s --yes, then decant run", pipeline)
 }
 
 // SlotAheadError says that the slot's confirmed position is past the

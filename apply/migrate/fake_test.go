@@ -264,6 +264,15 @@ func (t *fakeTarget) ReadCheckpoint(context.Context, string) (checkpoint.Row, er
 	return row, nil
 }
 
+func (t *fakeTarget) ResetCheckpoint(_ context.Context, row checkpoint.Row) error {
+	t.w.call("target.reset-checkpoint %s", row.End)
+	if t.w.row == nil {
+		return checkpoint.ErrNotFound
+	}
+	t.w.row = &row
+	return nil
+}
+
 func (t *fakeTarget) DeleteCheckpoint(context.Context, string) (bool, error) {
 	t.w.call("target.delete-checkpoint")
 	return t.w.row != nil, nil

@@ -168,7 +168,7 @@ func (e *env) prepare(ctx context.Context, src PGSource, tgt target, o InitOptio
 		return nil, err
 	}
 	if p.hasRow && !slot.Exists {
-		return nil, fmt.Errorf("the target holds a checkpoint for pipeline %s at %s but slot %s is missing on the source, so changes after it are lost: run decant drop --yes, then init again and recopy the tables",
+		return nil, fmt.Errorf("the target holds a checkpoint for pipeline %s at %s but slot %s is missing on the source, so changes after it are lost: run decant resync to repair the target from a new slot",
 			e.cfg.Pipeline, stored.End, e.cfg.Pipeline)
 	}
 	want := source.Publications{Tables: minus(p.names, p.appendOnly), AppendOnly: p.appendOnly}

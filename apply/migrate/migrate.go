@@ -98,6 +98,7 @@ type Admin interface {
 	EnsureCheckpoint(ctx context.Context, row checkpoint.Row) (checkpoint.Row, bool, error)
 	ReadCheckpoint(ctx context.Context, pipeline string) (checkpoint.Row, error)
 	DeleteCheckpoint(ctx context.Context, pipeline string) (bool, error)
+	ResetCheckpoint(ctx context.Context, row checkpoint.Row) error
 	RecordSchema(ctx context.Context, defs []*source.TableDef) error
 	ForgetSchema(ctx context.Context) error
 	LoadSchema(ctx context.Context) (map[uint32]*source.TableDef, error)

@@ -94,6 +94,12 @@ func (a *Admin) ReadCheckpoint(ctx context.Context, pipeline string) (checkpoint
 	return checkpoint.MySQLRead(ctx, a.s.Conn, pipeline)
 }
 
+// ResetCheckpoint sets the pipeline's row to row's position outright
+// (checkpoint.MySQLReset), for resync.
+func (a *Admin) ResetCheckpoint(ctx context.Context, row checkpoint.Row) error {
+	return checkpoint.MySQLReset(ctx, a.s.Conn, row)
+}
+
 // DeleteCheckpoint removes the pipeline's row.
 func (a *Admin) DeleteCheckpoint(ctx context.Context, pipeline string) (bool, error) {
 	return checkpoint.MySQLDelete(ctx, a.s.Conn, pipeline)

@@ -69,6 +69,12 @@ func (a *Admin) ReadCheckpoint(ctx context.Context, pipeline string) (checkpoint
 	return checkpoint.PGRead(ctx, a.conn, pipeline)
 }
 
+// ResetCheckpoint sets the pipeline's row to row's position outright
+// (checkpoint.PGReset), for resync.
+func (a *Admin) ResetCheckpoint(ctx context.Context, row checkpoint.Row) error {
+	return checkpoint.PGReset(ctx, a.conn, row)
+}
+
 // DeleteCheckpoint removes the pipeline's row.
 func (a *Admin) DeleteCheckpoint(ctx context.Context, pipeline string) (bool, error) {
 	return checkpoint.PGDelete(ctx, a.conn, pipeline)

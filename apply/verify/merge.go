@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"context"
 	"database/sql"
 	"encoding/hex"
 	"hash/maphash"
@@ -164,7 +165,10 @@ func (r *spanResult) differs() bool {
 // merge reads both sides of a span in key order and notes every key only
 // the source has (missing), only the target has (extra), or both have
 // with other values (different). At most max keys of each are kept.
-func merge(t *table, src, tgt rawRows, max int) (*spanResult, error) {
+//
+// With fix set, each difference is queued for repair as it is found:
+// values are valid only until the side's next row.
+func merge(ctx context.Context, t *table, src, tgt rawRows, max int, fix *fixer) (*spanResult, error) {
 	res := &spanResult{}
 	var a, b row
 	nextA := func() (bool, error) {
@@ -205,6 +209,7 @@ func merge(t *table, src, tgt rawRows, max int) (*spanResult, error) {
 		default:
 			c = compareKeys(t.orders, a.key, b.key)
 		}
+		differs := true
 		switch {
 		case c < 0:
 			note(&res.Missing, &res.MissingKeys, a.key)
@@ -212,6 +217,13 @@ func merge(t *table, src, tgt rawRows, max int) (*spanResult, error) {
 			note(&res.Extra, &res.ExtraKeys, b.key)
 		case a.hash != b.hash:
 			note(&res.Different, &res.DifferentKeys, a.key)
+		default:
+			differs = false
+		}
+		if fix != nil && differs {
+			if err := repairRow(ctx, fix, c, src, tgt); err != nil {
+				return nil, err
+			}
 		}
 		if c <= 0 {
 			if hasA, err = nextA(); err != nil {
@@ -225,6 +237,21 @@ func merge(t *table, src, tgt rawRows, max int) (*spanResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// repairRow queues the repair of one difference the merge found: c < 0
+// the source's row is missing, c > 0 the target's is extra, c == 0 they
+// differ (the target's is deleted, the source's inserted).
+func repairRow(ctx context.Context, fix *fixer, c int, src, tgt rawRows) error {
+	if c >= 0 {
+		if err := fix.remove(ctx, tgt.Values()); err != nil {
+			return err
+		}
+	}
+	if c <= 0 {
+		return fix.insert(ctx, src.Values())
+	}
+	return nil
 }
 
 // sumRows counts and hashes the rows of a table without a key, in any

@@ -17,7 +17,12 @@ import (
 // each side. Compared columns are those decant writes (mapping.Plan.Cols),
 // in source order; the key is the plan's row identity.
 type table struct {
-	def         *source.TableDef
+	def *source.TableDef
+	// rel is the source table as the stream describes it, and cols the
+	// source column of each compared position: repairs write rows of rel.
+	rel         *source.Relation
+	cols        []int
+	rows        int64 // source rows, when the spans were cut (else 0)
 	target      source.TableName
 	partitioned bool // the source table is partitioned (read without ONLY)
 	keyNames    []string
@@ -62,7 +67,7 @@ func newTable(def *source.TableDef, tt *mapping.TargetTable, my *mysql.Table, ru
 	if err != nil {
 		return nil, err
 	}
-	t := &table{def: def, target: tt.Name}
+	t := &table{def: def, target: tt.Name, rel: rel, cols: p.Cols}
 	pos := map[int]int{} // source column → compared position
 	for n, i := range p.Cols {
 		pos[i] = n
@@ -241,6 +246,7 @@ func (w *worker) bounds(ctx context.Context, t *table) ([][]string, error) {
 	if _, err := rr.Close(); err != nil {
 		return nil, fmt.Errorf("read the keys of source table %s: %w", t.def.Name, err)
 	}
+	t.rows = n
 	return out, nil
 }
 

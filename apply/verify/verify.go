@@ -74,6 +74,11 @@ type Config struct {
 	// again; it returns once the target has caught up with the source
 	// (or it is time to look anyway).
 	Settle func(ctx context.Context) error
+	// Snapshot, when set, is an exported snapshot every source session
+	// reads under (SET TRANSACTION SNAPSHOT).
+	Snapshot string
+	// Repair, when set, makes Run repair what differs (repair.go).
+	Repair *Repair
 	Logger *slog.Logger
 }
 
@@ -96,6 +101,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Repair != nil && (c.Repair.Writer == nil || c.Repair.Batch < 1) {
+		return errors.New("verify: a repair needs a writer and a batch of at least 1 row")
 	}
 	return nil
 }
@@ -150,6 +158,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	r := &runner{cfg: &cfg}
+	if cfg.Repair != nil {
+		r.progress = &progress{p: cfg.Repair.Progress, spans: map[source.TableName]int{}}
+	}
 	if cfg.MySQL {
 		s, err := mysql.Connect(ctx, cfg.Target)
 		if err != nil {
@@ -157,7 +168,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		s.Conn.Close()
 		defer s.DB.Close()
-		s.DB.SetMaxOpenConns(cfg.Jobs + 1)
+		// A repairing worker deletes on a session of its own while it
+		// reads a span on another.
+		s.DB.SetMaxOpenConns(2*cfg.Jobs + 1)
 		r.my = s.DB
 	}
 
@@ -175,6 +188,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil
 		}
 		tables[i], spans[i] = t, s
+		r.progress.planned(cfg.Tables[i].Name, t.rows, len(s))
 		return nil
 	})
 	if err != nil {
@@ -195,6 +209,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			tk := tasks[k]
 			res, err := w.compare(ctx, tables[tk.table], spans[tk.table][tk.span])
 			results[tk.table][tk.span] = res
+			if err == nil && cfg.Repair != nil {
+				r.progress.compared(cfg.Tables[tk.table].Name, res.SourceRows)
+			}
 			return err
 		})
 	}
@@ -267,8 +284,9 @@ func targetText(t source.TableName) string {
 
 // runner is one Run: what its workers share.
 type runner struct {
-	cfg *Config
-	my  *sql.DB // MySQL target: a pool of sessions with decant's settings
+	cfg      *Config
+	my       *sql.DB // MySQL target: a pool of sessions with decant's settings
+	progress *progress
 }
 
 // worker holds one session on each side, opened on first use.
@@ -276,6 +294,7 @@ type worker struct {
 	cfg      *Config
 	run      *runner
 	src, tgt *pgx.Conn
+	fix      *fixer // repairs (Config.Repair), made on first use
 }
 
 func (w *worker) source(ctx context.Context) (*pgx.Conn, error) {
@@ -283,6 +302,12 @@ func (w *worker) source(ctx context.Context) (*pgx.Conn, error) {
 		c, err := pgsession.Connect(ctx, w.cfg.Source)
 		if err != nil {
 			return nil, err
+		}
+		if w.cfg.Snapshot != "" {
+			if err := importSnapshot(ctx, c, w.cfg.Snapshot); err != nil {
+				c.Close(ctx)
+				return nil, err
+			}
 		}
 		w.src = c
 	}
@@ -303,6 +328,9 @@ func (w *worker) target(ctx context.Context) (*pgx.Conn, error) {
 func (w *worker) close(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
 	defer cancel()
+	if w.fix != nil {
+		w.fix.close(ctx)
+	}
 	for _, c := range []*pgx.Conn{w.src, w.tgt} {
 		if c != nil {
 			c.Close(ctx)
@@ -338,43 +366,41 @@ func (r *runner) parallel(ctx context.Context, n int, fn func(ctx context.Contex
 
 // compare reads one span on both sides and merges them. On a PostgreSQL
 // target both servers first sum the span's row hashes; only a span whose
-// counts or sums differ is streamed and merged to find its keys.
+// counts or sums differ is streamed and merged to find its keys. When
+// repairing, what differs is repaired as it is found.
 func (w *worker) compare(ctx context.Context, t *table, s span) (*spanResult, error) {
+	res, err := w.compareOnly(ctx, t, s)
+	if err != nil || w.cfg.Repair == nil || !res.differs() {
+		return res, err
+	}
+	if t.key == nil {
+		return res, w.repairKeyless(ctx, t)
+	}
+	return res, w.fix.flush(ctx)
+}
+
+func (w *worker) compareOnly(ctx context.Context, t *table, s span) (*spanResult, error) {
 	if !w.cfg.MySQL {
 		res, same, err := w.sums(ctx, t, s)
 		if err != nil || same || t.key == nil {
 			return res, err
 		}
 	}
-	src, err := w.source(ctx)
+	var fix *fixer
+	if w.cfg.Repair != nil && t.key != nil {
+		var err error
+		if fix, err = w.fixer(ctx, t); err != nil {
+			return nil, err
+		}
+	}
+	srcRows, err := w.sourceRows(ctx, t, s)
 	if err != nil {
 		return nil, err
 	}
-	q, args := t.srcQuery(s)
-	srcRows := pgRows{src.PgConn().ExecParams(ctx, q, args, nil, nil, nil)}
-	var tgtRows rawRows
-	if w.cfg.MySQL {
-		q, margs, err := t.mysqlTargetQuery(s)
-		if err == nil {
-			var rows *sql.Rows
-			if rows, err = w.run.my.QueryContext(ctx, q, margs...); err == nil {
-				tgtRows = newMySQLRows(rows, len(t.tgtCols))
-			} else {
-				err = mysql.Describe(err)
-			}
-		}
-		if err != nil {
-			srcRows.Close()
-			return nil, fmt.Errorf("read target table %s: %w", t.target, err)
-		}
-	} else {
-		tgt, err := w.target(ctx)
-		if err != nil {
-			srcRows.Close()
-			return nil, err
-		}
-		q, args := t.pgTargetQuery(s)
-		tgtRows = pgRows{tgt.PgConn().ExecParams(ctx, q, args, nil, nil, nil)}
+	tgtRows, err := w.targetRows(ctx, t, s)
+	if err != nil {
+		srcRows.Close()
+		return nil, err
 	}
 	var res *spanResult
 	if t.key == nil {
@@ -384,7 +410,7 @@ func (w *worker) compare(ctx context.Context, t *table, s span) (*spanResult, er
 			err = sumRows(tgtRows, t.tgt, &res.TargetRows, &res.targetHash)
 		}
 	} else {
-		res, err = merge(t, srcRows, tgtRows, w.cfg.MaxKeys)
+		res, err = merge(ctx, t, srcRows, tgtRows, w.cfg.MaxKeys, fix)
 	}
 	serr, terr := srcRows.Close(), tgtRows.Close()
 	switch {
@@ -396,6 +422,38 @@ func (w *worker) compare(ctx context.Context, t *table, s span) (*spanResult, er
 		return nil, fmt.Errorf("compare table %s: %w", t.def.Name, err)
 	}
 	return res, nil
+}
+
+// sourceRows streams a span's compared columns from the source, in key
+// order.
+func (w *worker) sourceRows(ctx context.Context, t *table, s span) (rawRows, error) {
+	src, err := w.source(ctx)
+	if err != nil {
+		return nil, err
+	}
+	q, args := t.srcQuery(s)
+	return pgRows{src.PgConn().ExecParams(ctx, q, args, nil, nil, nil)}, nil
+}
+
+// targetRows is sourceRows for the target.
+func (w *worker) targetRows(ctx context.Context, t *table, s span) (rawRows, error) {
+	if !w.cfg.MySQL {
+		tgt, err := w.target(ctx)
+		if err != nil {
+			return nil, err
+		}
+		q, args := t.pgTargetQuery(s)
+		return pgRows{tgt.PgConn().ExecParams(ctx, q, args, nil, nil, nil)}, nil
+	}
+	q, margs, err := t.mysqlTargetQuery(s)
+	if err == nil {
+		var rows *sql.Rows
+		if rows, err = w.run.my.QueryContext(ctx, q, margs...); err == nil {
+			return newMySQLRows(rows, len(t.tgtCols)), nil
+		}
+		err = mysql.Describe(err)
+	}
+	return nil, fmt.Errorf("read target table %s: %w", t.target, err)
 }
 
 // sumSQL counts a span's rows and sums the 64-bit hashes of their text

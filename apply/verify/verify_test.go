@@ -222,7 +222,7 @@ func TestMerge(t *testing.T) {
 	}
 	src := &fakeRows{rows: []string{"a|1", "b|2", "c|9", "d|10", "~|11", "f|30"}}
 	tgt := &fakeRows{rows: []string{"a|1", "c|9", "x|10", "|11", "e|12", "f|30", "g|31"}}
-	res, err := merge(tb, src, tgt, 2)
+	res, err := merge(t.Context(), tb, src, tgt, 2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,11 +232,11 @@ func TestMerge(t *testing.T) {
 	if got != want {
 		t.Errorf("merge:\n got %s\nwant %s", got, want)
 	}
-	res, err = merge(tb, &fakeRows{rows: []string{"a|1", "b|2"}}, &fakeRows{rows: []string{"a|1", "b|2"}}, 2)
+	res, err = merge(t.Context(), tb, &fakeRows{rows: []string{"a|1", "b|2"}}, &fakeRows{rows: []string{"a|1", "b|2"}}, 2, nil)
 	if err != nil || res.differs() {
 		t.Errorf("equal spans differ: %+v %v", res, err)
 	}
-	res, err = merge(tb, &fakeRows{rows: []string{"a|1", "b|2", "c|3", "d|4"}}, &fakeRows{}, 3)
+	res, err = merge(t.Context(), tb, &fakeRows{rows: []string{"a|1", "b|2", "c|3", "d|4"}}, &fakeRows{}, 3, nil)
 	if err != nil || res.Missing != 4 || len(res.MissingKeys) != 3 {
 		t.Errorf("keys are not capped: %+v %v", res, err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/decant/decant/apply/bulk"
 	"github.com/decant/decant/apply/migrate"
+	"github.com/decant/decant/apply/verify"
 	"github.com/decant/decant/source"
 )
 
@@ -163,4 +164,53 @@ func (p *copyProgress) Stopped() {
 // Finished prints the copy's totals.
 func (p *copyProgress) Finished(res bulk.Result, asOf source.LSN) {
 	fmt.Printf("copied %d tables, %d rows (%.1f MB) in %.1fs as of %s\n", res.Tables, res.Rows, float64(res.Bytes)/1e6, res.Elapsed.Seconds(), asOf)
+}
+
+// resyncProgress logs a resync's progress: a line per table compared
+// every interval, and one when a table is done.
+type resyncProgress struct {
+	log      *slog.Logger
+	interval time.Duration
+	mu       sync.Mutex
+	tables   map[source.TableName]*resyncTable
+}
+
+var _ verify.Progress = (*resyncProgress)(nil)
+
+type resyncTable struct {
+	rows, estRows     int64
+	started, reported time.Time
+}
+
+func newResyncProgress(log *slog.Logger) *resyncProgress {
+	return &resyncProgress{log: log, interval: 5 * time.Second, tables: map[source.TableName]*resyncTable{}}
+}
+
+func (p *resyncProgress) Planned(table source.TableName, rows, _ int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	p.tables[table] = &resyncTable{estRows: rows, started: now, reported: now}
+}
+
+func (p *resyncProgress) Copied(table source.TableName, rows, _ int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := p.tables[table]
+	if t == nil {
+		return
+	}
+	t.rows += rows
+	if now := time.Now(); now.Sub(t.reported) >= p.interval {
+		t.reported = now
+		p.log.Info("comparing and repairing", "table", table.String(), "rows", t.rows, "source_rows", t.estRows)
+	}
+}
+
+func (p *resyncProgress) Done(table source.TableName) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if t := p.tables[table]; t != nil {
+		p.log.Info("table resynced", "table", table.String(), "rows", t.rows, "seconds", time.Since(t.started).Seconds())
+	}
 }

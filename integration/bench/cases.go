@@ -180,11 +180,12 @@ func cases(rows, largeRows, copyRows int) []benchCase {
 				END LOOP; END $$;`),
 		},
 		copyCase(copyRows),
+		resyncCase(copyRows),
 	}
 }
 
 // defaultCases is -only's default: every case.
-const defaultCases = "insert,update,delete,single,large,pgbench,insert1m,updel,copy"
+const defaultCases = "insert,update,delete,single,large,pgbench,insert1m,updel,copy,resync"
 
 // selectCases returns the cases -only names, in the order cases lists them.
 func selectCases(all []benchCase, only string) ([]benchCase, error) {

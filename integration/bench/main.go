@@ -139,11 +139,16 @@ func run(ctx context.Context, picked []benchCase) error {
 	for i, c := range picked {
 		var results []result
 		var err error
-		if c.key == "copy" {
+		switch c.key {
+		case "copy", "resync":
 			var n []string
-			results, n, err = b.runCopy(ctx, c)
+			if c.key == "copy" {
+				results, n, err = b.runCopy(ctx, c)
+			} else {
+				results, n, err = b.runResync(ctx, c)
+			}
 			notes = append(notes, n...)
-		} else {
+		default:
 			results, err = b.runCase(ctx, c, i+1)
 			if err == nil && !failedAny(results) {
 				err = b.checkTargets(ctx, c)
