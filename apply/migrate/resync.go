@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/decant/decant/apply"
@@ -164,7 +165,14 @@ func (e *env) checkResync(ctx context.Context, src PGSource, tgt target) ([]sour
 	if err := e.cfg.Router.CheckCollisions(names); err != nil {
 		return nil, stored, err
 	}
-	if _, _, err := src.EnsurePublication(ctx, names); err != nil {
+	// The tables stay in the publication they are in: an append-only
+	// table is still published for inserts only.
+	current, err := src.ReadPublications(ctx)
+	if err != nil {
+		return nil, stored, err
+	}
+	appendOnly := slices.DeleteFunc(slices.Clone(current.AppendOnly), func(t source.TableName) bool { return !slices.Contains(names, t) })
+	if _, err := src.EnsurePublications(ctx, source.Publications{Tables: minus(names, appendOnly), AppendOnly: appendOnly}); err != nil {
 		return nil, stored, err
 	}
 	return tables, stored, nil
