@@ -95,7 +95,8 @@ func TestAsyncCommitSessions(t *testing.T) {
 
 	// The main session's backend ends (as in a crash of the server); a
 	// stream opening now must not commit on top of what may be lost.
-	if _, err := db.Exec(ctx, `SELECT pg_terminate_backend($1)`, target.Session().PID); err != nil {
+	// pg_terminate_backend only signals it: wait until it is gone.
+	if _, err := db.Exec(ctx, `SELECT pg_terminate_backend($1, 10000)`, target.Session().PID); err != nil {
 		t.Fatal(err)
 	}
 	err = target.StreamApply(ctx, streamedTxn(600), []source.Change{recInsert(recT, "3", "after")})
