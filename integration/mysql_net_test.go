@@ -140,8 +140,8 @@ func TestMySQLNetDiverged(t *testing.T) {
 	psql(t, p.src, `UPDATE acct SET v = v + 1 WHERE id >= 90;`)
 
 	_, errOut, code := p.decant("run", "--catch-up")
-	if code != 1 {
-		t.Fatalf("run over a diverged target: exit %d, want 1\n%s", code, errOut)
+	if code != 3 {
+		t.Fatalf("run over a diverged target: exit %d, want 3 (needs a person)\n%s", code, errOut)
 	}
 	commit := peek.commitOf(xid)
 	oneLineError(t, "diverged", errOut, "apply update at xid "+xid+" commit "+commit.String()+" table public.acct", "target has diverged")

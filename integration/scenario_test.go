@@ -52,8 +52,8 @@ func TestScenarios(t *testing.T) {
 				if strings.HasSuffix(policy, "!") {
 					psql(t, p.src, workload)
 					_, errOut, code := p.decant("run", "--catch-up")
-					if code != 1 {
-						t.Fatalf("run with policy %s: exit %d, want 1\n%s", name, code, errOut)
+					if code != 3 {
+						t.Fatalf("run with policy %s: exit %d, want 3 (needs a person)\n%s", name, code, errOut)
 					}
 					oneLineError(t, "unrepresentable", errOut, "column ", "xid ", "commit ", "--on-unrepresentable")
 					return
