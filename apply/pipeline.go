@@ -286,6 +286,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			p.log.Info("stopped", "flushed", p.Acked().String())
 			return nil
 		case !Transient(err):
+			p.recordStop(ctx, p.applied.Pipeline, err)
 			return p.ended(end, err)
 		case !started:
 			// The very first connection failed: a wrong DSN, a server that
@@ -362,6 +363,10 @@ func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started, con
 	}
 	*connected = true
 	p.obs.SessionStarted(cp, srv.WALEnd)
+	sk, err := p.readSkip(ctx, cp)
+	if err != nil {
+		return err
+	}
 	if p.cfg.CatchUp && cp.End >= *stopAt {
 		// Nothing to stream, but a slot that cannot stream what comes
 		// next is said now, not at the next run.
@@ -395,7 +400,7 @@ func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started, con
 		want.Timeline = srv.Timeline
 	}
 	p.queue = ch
-	err = p.applyLoop(ctx, cp, want, *stopAt, feed{chunks: ch, readDone: readDone, slotErr: slotErr})
+	err = p.applyLoop(ctx, cp, want, *stopAt, feed{chunks: ch, readDone: readDone, slotErr: slotErr}, sk)
 	p.queue = nil
 	if errors.Is(err, errCaughtUp) || ctx.Err() != nil {
 		p.settle(ctx)
@@ -481,8 +486,8 @@ type group struct {
 
 // applyLoop applies chunks in order until an error or the end of ctx. cp
 // is what the target holds, want the same with what this session records
-// (the source's timeline) once a chunk came.
-func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopAt source.LSN, f feed) error {
+// (the source's timeline) once a chunk came; sk is the pending skip.
+func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopAt source.LSN, f feed, sk *skipping) error {
 	g := group{cp: want}
 	stored := cp // what the target holds
 	ch, readDone := f.chunks, f.readDone
@@ -568,6 +573,14 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 			return ctx.Err()
 		}
 		ss.passed(c)
+		if c.Txn == nil || c.Txn.Streamed {
+			// Either shows that a pending skip's transaction is not
+			// the next one (applyOrSkip judges the others).
+			if _, err := sk.judge(c, stored); err != nil {
+				p.rollback(ctx, &g)
+				return err
+			}
+		}
 		if c.Txn != nil && c.Txn.Streamed {
 			// In progress until its commit chunk: no commit position to
 			// judge by yet (see applyStreamed).
@@ -594,7 +607,7 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 			if g.txn != c.Txn {
 				p.obs.Received(c.Txn)
 			}
-			if err := p.applyChunk(ctx, &g, &stored, c); err != nil {
+			if err := p.applyOrSkip(ctx, &g, &stored, sk, c); err != nil {
 				p.rollback(ctx, &g)
 				return err
 			}
@@ -638,6 +651,20 @@ func (p *Pipeline) commit(ctx context.Context, g *group, stored *checkpoint.Row)
 	p.committedAs(*stored, Commit{Txns: g.txns - g.told, Changes: g.tally, Duration: took})
 	*g = group{cp: *stored}
 	return nil
+}
+
+// applyOrSkip applies a chunk's changes, or passes over them when they
+// belong to the transaction a pending skip names.
+func (p *Pipeline) applyOrSkip(ctx context.Context, g *group, stored *checkpoint.Row, sk *skipping, c source.Chunk) error {
+	skip, err := sk.judge(c, *stored)
+	if err != nil {
+		return err
+	}
+	if !skip {
+		return p.applyChunk(ctx, g, stored, c)
+	}
+	g.txn, g.seq = c.Txn, 0
+	return p.skipChunk(ctx, g, sk, c)
 }
 
 // applyChunk applies a chunk's changes. A transaction that a restart

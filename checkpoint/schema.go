@@ -18,10 +18,11 @@ import (
 // MySQL), written in the same transaction as the rows. A schema change is
 // applied as the difference between that definition and the new one, and
 // a DDL command decant could not translate and skipped is recorded in
-// decant.skipped_ddl (decant_skipped_ddl).
+// decant.skipped_ddl (decant_skipped_ddl). Transactions skipped on an
+// operator's request are kept in decant.skipped (skip.go).
 
 // PGSchemaCreate creates the schema store on PostgreSQL.
-const PGSchemaCreate = `CREATE SCHEMA IF NOT EXISTS decant;
+var PGSchemaCreate = `CREATE SCHEMA IF NOT EXISTS decant;
 CREATE TABLE IF NOT EXISTS decant.schema (
 	pipeline   text NOT NULL,
 	table_oid  bigint NOT NULL,
@@ -36,7 +37,8 @@ CREATE TABLE IF NOT EXISTS decant.skipped_ddl (
 	statement  text NOT NULL,
 	reason     text NOT NULL,
 	skipped_at timestamptz NOT NULL DEFAULT now()
-)`
+);
+` + PGSkippedCreate
 
 // PGSchemaSave upserts one definition: $1 pipeline, $2 table OID, $3 JSON.
 const PGSchemaSave = `INSERT INTO decant.schema (pipeline, table_oid, definition) VALUES ($1, $2, $3)
@@ -66,6 +68,7 @@ var MySQLSchemaCreate = []string{
 		reason     TEXT NOT NULL,
 		skipped_at DATETIME(6) NOT NULL
 	) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+	MySQLSkippedCreate,
 }
 
 // MySQLSchemaSave upserts one definition: pipeline, table OID, JSON.

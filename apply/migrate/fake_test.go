@@ -288,6 +288,12 @@ func (t *fakeTarget) ForgetSchema(context.Context) error {
 	return nil
 }
 
+func (t *fakeTarget) ReadSkips(context.Context, int) ([]checkpoint.Skip, error) { return nil, nil }
+
+func (t *fakeTarget) RequestSkip(context.Context, checkpoint.Skip) error { return nil }
+
+func (t *fakeTarget) CancelSkip(context.Context) (bool, error) { return false, nil }
+
 func (t *fakeTarget) LoadSchema(context.Context) (map[uint32]*source.TableDef, error) {
 	return nil, nil
 }

@@ -174,6 +174,9 @@ func ReadStatusGauss(ctx context.Context, cfg Config) (Status, error) {
 		return st, err
 	}
 	st.fillCheckpoint(cp, s.Current)
+	if st.Skips, err = readSkipStatus(ctx, tgt, cp); err != nil {
+		return st, err
+	}
 	if !s.Active && st.LagBytes > 0 {
 		st.LagSeconds = sinceSeconds(cp.AppliedTime)
 	}

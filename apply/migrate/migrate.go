@@ -103,6 +103,12 @@ type Admin interface {
 	ForgetSchema(ctx context.Context) error
 	LoadSchema(ctx context.Context) (map[uint32]*source.TableDef, error)
 	SyncSequence(ctx context.Context, s source.Sequence) (string, error)
+	// ReadSkips, RequestSkip and CancelSkip keep decant.skipped
+	// (checkpoint.Skip): ReadSkips returns the rows not yet skipped, then
+	// the last n skipped.
+	ReadSkips(ctx context.Context, n int) ([]checkpoint.Skip, error)
+	RequestSkip(ctx context.Context, s checkpoint.Skip) error
+	CancelSkip(ctx context.Context) (bool, error)
 	Close(ctx context.Context)
 }
 

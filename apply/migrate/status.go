@@ -18,7 +18,10 @@ type Status struct {
 	Publications *PublicationStatus `json:"publications,omitempty"`
 	Checkpoint   CheckpointStatus   `json:"checkpoint"`
 	LagBytes     int64              `json:"lag_bytes"`
-	LagSeconds   float64            `json:"lag_seconds"`
+	// Skips is the pipeline's decant.skipped: a pending skip, where run
+	// stopped, the last skipped transactions; nil when it holds none.
+	Skips      *SkipStatus `json:"skips,omitempty"`
+	LagSeconds float64     `json:"lag_seconds"`
 }
 
 // SlotStatus is the pipeline's slot on the source.
@@ -98,6 +101,9 @@ func (e *env) status(ctx context.Context, src PGSource, tgt target) (Status, err
 		return st, err
 	}
 	st.fillCheckpoint(cp, s.Current)
+	if st.Skips, err = readSkipStatus(ctx, tgt, cp); err != nil {
+		return st, err
+	}
 	switch {
 	case s.HasFlushLag:
 		st.LagSeconds = s.FlushLag.Seconds()

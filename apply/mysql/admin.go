@@ -216,14 +216,18 @@ func (a *Admin) RecordSchema(ctx context.Context, defs []*source.TableDef) error
 	return nil
 }
 
-// ForgetSchema removes the pipeline's stored definitions (drop).
+// ForgetSchema removes the pipeline's stored definitions and its rows
+// of decant_skipped (drop).
 func (a *Admin) ForgetSchema(ctx context.Context) error {
 	_, err := a.s.Conn.ExecContext(ctx, `DELETE FROM decant_schema WHERE pipeline = ?`, a.cfg.Pipeline)
 	var my *mysqlerr.MySQLError
 	if errors.As(err, &my) && my.Number == 1146 {
-		return nil
+		err = nil
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return a.forgetSkips(ctx)
 }
 
 // LoadSchema reads the pipeline's stored definitions, by source table OID.

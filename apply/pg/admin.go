@@ -232,13 +232,17 @@ func (a *Admin) RecordSchema(ctx context.Context, defs []*source.TableDef) error
 	return nil
 }
 
-// ForgetSchema removes the pipeline's stored definitions (drop).
+// ForgetSchema removes the pipeline's stored definitions and its rows
+// of decant.skipped (drop).
 func (a *Admin) ForgetSchema(ctx context.Context) error {
 	_, err := a.conn.Exec(ctx, `DELETE FROM decant.schema WHERE pipeline = $1`, a.cfg.Pipeline)
 	if Missing(err) {
-		return nil
+		err = nil
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return a.forgetSkips(ctx)
 }
 
 // LoadSchema reads the pipeline's stored definitions, by source table OID.

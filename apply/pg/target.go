@@ -471,6 +471,8 @@ func rowCountError(info apply.Origin, got int64) error {
 	switch {
 	case info.Op == "checkpoint":
 		return fmt.Errorf("%w: the stored checkpoint is past this position; another decant is applying this pipeline, stop it", checkpoint.ErrRegressed)
+	case info.Op == "skip":
+		return &apply.SkipCancelledError{Commit: info.Txn.Commit}
 	case got < int64(info.Expect):
 		err := errors.New("no target row matches the source row's key: the target has diverged from the source (a row was changed or removed behind decant's back, the table was not copied before streaming, or the source changed a column the target has as GENERATED ALWAYS AS IDENTITY)")
 		if info.Expect > 1 {

@@ -10,6 +10,7 @@
 //	decant verify  compare source and target table by table
 //	decant cutover fence, catch-up, sequences (and verify): is it safe to switch?
 //	decant drop    remove the pipeline's slot, publication and checkpoint
+//	decant skip    have the next run skip the transaction the target refused (--lsn), or --cancel
 //	decant decode  decode captured GaussDB/openGauss payloads to JSON lines
 //	decant version the version, commit and build time (also --version)
 //	decant completion  shell completion scripts (bash, zsh, fish, powershell)
@@ -96,7 +97,7 @@ Exit codes:
 	root.SetVersionTemplate("{{.Version}}")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(initCmd(), runCmd(), statusCmd(), dropCmd(), decodeCmd())
-	root.AddCommand(copyCmd(), migrateCmd(), verifyCmd(), resyncCmd(), cutoverCmd(), versionCmd())
+	root.AddCommand(copyCmd(), migrateCmd(), verifyCmd(), resyncCmd(), cutoverCmd(), skipCmd(), versionCmd())
 	for _, c := range root.Commands() {
 		if c.Args != nil {
 			continue // decode takes a file

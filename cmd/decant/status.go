@@ -73,6 +73,39 @@ func printStatus(w io.Writer, st migrate.Status) {
 	fmt.Fprintf(w, "checkpoint     resume at %s, last applied commit %s, written %s\n",
 		st.Checkpoint.EndLSN, commit, st.Checkpoint.AppliedTime.UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "lag            %s, %.1f s\n", source.SizeText(st.LagBytes), st.LagSeconds)
+	printSkips(w, st.Skips)
+}
+
+// printSkips prints where run stopped, a pending skip and the last
+// skipped transactions.
+func printSkips(w io.Writer, s *migrate.SkipStatus) {
+	if s == nil {
+		return
+	}
+	if s.Stopped != nil && s.Pending == nil {
+		fmt.Fprintf(w, "stopped        at commit %s (xid %d): %s\n", s.Stopped.CommitLSN, s.Stopped.Xid, s.Stopped.Error)
+	}
+	if s.Pending != nil {
+		fmt.Fprintf(w, "skip pending   commit %s%s, requested %s (decant skip --cancel withdraws it)\n", s.Pending.CommitLSN, xidText(s.Pending.Xid), stamp(s.Pending.RequestedAt))
+	}
+	for _, k := range s.Skipped {
+		fmt.Fprintf(w, "skipped        commit %s%s, committed %s: %d change(s) to %s, skipped %s\n",
+			k.CommitLSN, xidText(k.Xid), stamp(k.CommitTime), k.Changes, strings.Join(k.Tables, ", "), stamp(k.SkippedAt))
+	}
+}
+
+func xidText(xid uint32) string {
+	if xid == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (xid %d)", xid)
+}
+
+func stamp(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 // printPublications prints a PostgreSQL pipeline's publications (a
