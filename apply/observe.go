@@ -41,6 +41,12 @@ type Observer interface {
 	// the state read and the error that stops the pipeline (nil when the
 	// slot is fine, the state's zero value when it could not be read).
 	SlotChecked(st source.SlotState, err error)
+	// ResyncStarted: the slot can no longer stream what the target lacks
+	// (lost says why) and Config.OnSlotLost is repairing the target.
+	ResyncStarted(lost error)
+	// ResyncFinished: OnSlotLost returned err (nil: the target is
+	// repaired and streaming goes on) after took.
+	ResyncFinished(err error, took time.Duration)
 	// Beat: the apply loop is turning (at least every BeatInterval while
 	// a session streams, except while a target round trip lasts).
 	Beat(now time.Time)
@@ -180,6 +186,18 @@ func (list Observers) SlotChecked(st source.SlotState, err error) {
 	}
 }
 
+func (list Observers) ResyncStarted(lost error) {
+	for _, o := range list {
+		o.ResyncStarted(lost)
+	}
+}
+
+func (list Observers) ResyncFinished(err error, took time.Duration) {
+	for _, o := range list {
+		o.ResyncFinished(err, took)
+	}
+}
+
 func (list Observers) Beat(now time.Time) {
 	for _, o := range list {
 		o.Beat(now)
@@ -206,6 +224,8 @@ func (NopObserver) Committed(Commit)                          {}
 func (NopObserver) SourceEnd(source.LSN)                      {}
 func (NopObserver) Acked(source.LSN)                          {}
 func (NopObserver) SlotChecked(source.SlotState, error)       {}
+func (NopObserver) ResyncStarted(error)                       {}
+func (NopObserver) ResyncFinished(error, time.Duration)       {}
 func (NopObserver) Beat(time.Time)                            {}
 
 // observer is the Observer cfg asks for: its Observer and OnSlotCheck

@@ -20,6 +20,8 @@ type recordingObserver struct {
 	srcEnd   source.LSN
 	acked    []source.LSN
 	checks   int
+	resyncs  []error // ResyncStarted's causes
+	resynced []error // ResyncFinished's errors
 }
 
 var _ Observer = (*recordingObserver)(nil)
@@ -65,6 +67,18 @@ func (o *recordingObserver) SlotChecked(source.SlotState, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.checks++
+}
+
+func (o *recordingObserver) ResyncStarted(lost error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.resyncs = append(o.resyncs, lost)
+}
+
+func (o *recordingObserver) ResyncFinished(err error, _ time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.resynced = append(o.resynced, err)
 }
 
 func (o *recordingObserver) Beat(time.Time) {}

@@ -55,6 +55,18 @@ type Config struct {
 	// it runs on the checking goroutine and must not block. Observer
 	// hears the same (SlotChecked) and more.
 	OnSlotCheck func(source.SlotState, error)
+	// OnSlotLost, when set, is called when a session finds that the slot
+	// can no longer stream what the target lacks (source.LostSlot:
+	// missing, invalidated, confirmed past the checkpoint), once the
+	// session has ended and the target is closed: it is how decant run
+	// --on-slot-lost resync repairs the target from a new slot without
+	// apply knowing the workflow (cmd wires it to migrate.Resync). When it
+	// returns nil, the pipeline starts a new session from the checkpoint
+	// it left; a transient error is retried like a failed session (the
+	// next session finds the slot unfit again and calls it again); any
+	// other error stops the pipeline. Nil stops the pipeline with the
+	// slot's error.
+	OnSlotLost func(ctx context.Context, err error) error
 	// Observer, when set, hears sessions, commits, positions and slot
 	// checks (observe.go); it must never block. Observers fans out to
 	// several.
@@ -285,6 +297,14 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			p.obs.SessionEnded(end)
 			p.log.Info("stopped", "flushed", p.Acked().String())
 			return nil
+		case p.cfg.OnSlotLost != nil && source.LostSlot(err):
+			if err = p.resync(ctx, end, err); err == nil || ctx.Err() != nil {
+				backoff, failingSince = p.cfg.Backoff, time.Time{}
+				continue // the next session streams from the new slot, or sees the stop
+			}
+			if !Transient(err) {
+				return p.ended(SessionEnd{}, err)
+			}
 		case !Transient(err):
 			p.recordStop(ctx, p.applied.Pipeline, err)
 			return p.ended(end, err)
@@ -330,6 +350,29 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			backoff = min(backoff*2, maxBackoff)
 		}
 	}
+}
+
+// resync hands a slot that can no longer stream (lost) to OnSlotLost,
+// with the target closed, and says so loudly: a warning, and the
+// Observer hears the session end (a needs-person error that is dealt
+// with) and the resync start and finish.
+func (p *Pipeline) resync(ctx context.Context, end SessionEnd, lost error) error {
+	p.obs.SessionEnded(SessionEnd{Err: lost, Class: ClassNeedsPerson, Retry: true, Connected: end.Connected})
+	p.tgt.Close(ctx)
+	p.log.Warn("the slot can no longer stream what the target lacks: resyncing the target from a new slot (--on-slot-lost resync)", "error", lost.Error())
+	p.obs.ResyncStarted(lost)
+	began := time.Now()
+	err := p.cfg.OnSlotLost(ctx, lost)
+	p.obs.ResyncFinished(err, time.Since(began))
+	switch {
+	case err == nil:
+		p.log.Warn("resync done: streaming on from the new slot", "took", time.Since(began).Round(time.Millisecond).String())
+		return nil
+	case ctx.Err() != nil:
+		p.log.Warn("stopped during the resync: the target's checkpoint stays at 0/0 until a resync finishes (run again with --on-slot-lost resync, or decant resync)", "error", err.Error())
+		return err
+	}
+	return fmt.Errorf("resync after the slot was lost (--on-slot-lost resync): %w", err)
 }
 
 // ended tells the Observer that err stops the pipeline, and returns it.

@@ -106,17 +106,42 @@ func TestSlotInvalidated(t *testing.T) {
 	}
 	p.assertEqual()
 
-	for i := 0; walStatus() != "lost"; i++ {
-		if i == 20 {
-			t.Fatalf("wal_status %q after %d segments and checkpoints, want lost", walStatus(), i)
+	invalidate := func() {
+		for i := 0; walStatus() != "lost"; i++ {
+			if i == 20 {
+				t.Fatalf("wal_status %q after %d segments and checkpoints, want lost", walStatus(), i)
+			}
+			writeWAL(true)
 		}
-		writeWAL(true)
 	}
+	invalidate()
 	_, errOut, code := p.decant("run", "--catch-up")
 	if code != 3 {
 		t.Errorf("run on an invalidated slot: exit %d, want 3", code)
 	}
 	oneLineError(t, "invalidated slot", errOut, "slot "+p.name+" was invalidated", "wal_status lost", "checkpoint is "+p.checkpointEnd(), "decant resync --pipeline "+p.name+" --yes")
+
+	// The way back: resync repairs the target (the rows written since
+	// the slot last streamed) from a new slot, and run streams on.
+	p.mustDecant("resync", "--yes")
+	p.assertEqual()
+	psql(t, p.src, `INSERT INTO load (client, v) VALUES (4, 'after the resync'); DELETE FROM load WHERE client = 3 AND id % 2 = 0`)
+	p.catchUp()
+
+	// Invalidated again, run --on-slot-lost resync does the same by
+	// itself and catches up.
+	invalidate()
+	psql(t, p.src, `UPDATE load SET v = 'while lost' WHERE client = 3`)
+	out = p.mustDecant("run", "--catch-up", "--on-slot-lost", "resync")
+	for _, want := range []string{"slot " + p.name + " was invalidated", "level=WARN msg=\"resync done"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("run --on-slot-lost resync on an invalidated slot: output lacks %q:\n%s", want, out)
+		}
+	}
+	p.assertEqual()
+	if got := walStatus(); got != "reserved" {
+		t.Errorf("wal_status of the new slot %q, want reserved", got)
+	}
 }
 
 // exitCode is the exit code of a finished command's error (0 for nil).

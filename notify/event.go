@@ -30,6 +30,13 @@ const (
 	SlotUnreserved Kind = "slot_unreserved"
 	// SlotLost: the source invalidated the slot (wal_status lost).
 	SlotLost Kind = "slot_lost"
+	// ResyncStarted: run --on-slot-lost resync found the slot unable to
+	// stream what the target lacks (the message says why) and repairs
+	// the target from a new slot.
+	ResyncStarted Kind = "resync_started"
+	// ResyncFinished: that repair ended: streaming goes on, or the
+	// message says why it failed.
+	ResyncFinished Kind = "resync_finished"
 	// CopyFinished: the initial copy of init --copy, copy or migrate ended.
 	CopyFinished Kind = "copy_finished"
 	// CutoverSafe and CutoverUnsafe: cutover's verdict.
@@ -38,7 +45,7 @@ const (
 )
 
 // Kinds is every kind, for documentation and tests.
-var Kinds = []Kind{PipelineStopped, Recovered, LagHigh, LagOK, SlotUnreserved, SlotLost, CopyFinished, CutoverSafe, CutoverUnsafe}
+var Kinds = []Kind{PipelineStopped, Recovered, LagHigh, LagOK, SlotUnreserved, SlotLost, ResyncStarted, ResyncFinished, CopyFinished, CutoverSafe, CutoverUnsafe}
 
 // Event is one notification, POSTed as this JSON object. Send fills ID,
 // Seq, Time and Pipeline; the rest is the caller's.

@@ -64,6 +64,21 @@ func (n *Notifier) ObserveSlot(slot, walStatus string) {
 	}
 }
 
+// ResyncStarted says that run --on-slot-lost resync repairs the target
+// because of lost, the slot's error.
+func (n *Notifier) ResyncStarted(lost string) {
+	n.Send(Event{Kind: ResyncStarted, Message: "resyncing the target from a new slot (--on-slot-lost resync): " + lost})
+}
+
+// ResyncFinished says how that repair ended: err nil, streaming goes on.
+func (n *Notifier) ResyncFinished(err error, took time.Duration) {
+	if err != nil {
+		n.Send(Event{Kind: ResyncFinished, Message: fmt.Sprintf("resync failed after %s: %v", took.Round(time.Second), err)})
+		return
+	}
+	n.Send(Event{Kind: ResyncFinished, Message: fmt.Sprintf("resync done in %s: the target equals the source as of the new slot, and streaming goes on from it", took.Round(time.Second))})
+}
+
 // CopyFinished reports that the initial copy of tables tables ended
 // after took; streaming starts next.
 func (n *Notifier) CopyFinished(tables int, took time.Duration) {

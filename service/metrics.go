@@ -35,7 +35,7 @@ type collector struct {
 	s *State
 
 	up, streaming, srcConn, tgtConn        *prometheus.Desc
-	reconnects, errors                     *prometheus.Desc
+	reconnects, errors, resyncs            *prometheus.Desc
 	lagBytes, lagSeconds, lastCommit       *prometheus.Desc
 	applied, flushed                       *prometheus.Desc
 	txns, changes, bytes, commits          *prometheus.Desc
@@ -55,6 +55,7 @@ func newCollector(s *State) *collector {
 		tgtConn:           d("target_connected", "1 while the connection to the target is up."),
 		reconnects:        d("reconnects_total", "Sessions resumed after a transient failure."),
 		errors:            d("errors_total", "Errors that ended a session, by class.", "class"),
+		resyncs:           d("resyncs_total", "Resyncs run --on-slot-lost resync ran after finding the slot lost, by result.", "result"),
 		lagBytes:          d("lag_bytes", "Source WAL end (keepalive, IDENTIFY_SYSTEM, slot check) minus the applied checkpoint position."),
 		lagSeconds:        d("lag_seconds", "Now minus the source commit time of the oldest transaction not yet applied; 0 when caught up."),
 		lastCommit:        d("last_applied_commit_timestamp_seconds", "Source commit time (unix seconds) of the last applied transaction."),
@@ -100,6 +101,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.reconnects, float64(s.reconnects.Load()))
 	for i, class := range errorClasses {
 		counter(c.errors, float64(s.errors[i].Load()), string(class))
+	}
+	for i, result := range resyncResults {
+		counter(c.resyncs, float64(s.resyncs[i].Load()), result)
 	}
 	gauge(c.lagBytes, float64(v.LagBytes))
 	gauge(c.lagSeconds, v.LagSeconds)

@@ -78,6 +78,9 @@ func TestCountersMovePerCommit(t *testing.T) {
 	st.Committed(commit(1, 0x300, clk.t.Add(-2*time.Second), false, source.OpDelete, source.OpDDL))
 	st.Acked(0x300)
 	st.SlotChecked(source.SlotState{Slot: "p1", Exists: true, WALStatus: "unreserved", Restart: 0x100, WALEnd: 0x1000}, nil)
+	st.ResyncFinished(errors.New("lost connection"), time.Second)
+	st.ResyncFinished(nil, time.Second)
+	st.ResyncFinished(nil, time.Second)
 
 	code, body := scrape(t, srv, "/metrics")
 	if code != http.StatusOK {
@@ -107,6 +110,8 @@ func TestCountersMovePerCommit(t *testing.T) {
 		`decant_batch_transactions_count{pipeline="p1"} 2`,
 		`decant_target_commit_duration_seconds_count{pipeline="p1"} 2`,
 		`decant_errors_total{class="transient",pipeline="p1"} 0`,
+		`decant_resyncs_total{pipeline="p1",result="done"} 2`,
+		`decant_resyncs_total{pipeline="p1",result="failed"} 1`,
 		`decant_spill_files{pipeline="p1"} 0`,
 	)
 	for _, line := range strings.Split(body, "\n") {

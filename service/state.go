@@ -35,6 +35,7 @@ type State struct {
 	streaming, retrying     atomic.Bool
 	sessions, reconnects    atomic.Int64
 	errors                  [3]atomic.Int64 // by errorClasses
+	resyncs                 [2]atomic.Int64 // by resyncResults
 	sourceEnd, applied      atomic.Uint64   // LSNs
 	flushed                 atomic.Uint64
 	lastCommit, oldest      atomic.Int64 // unix nanoseconds; 0: none
@@ -60,6 +61,10 @@ var (
 
 // errorClasses orders State.errors.
 var errorClasses = [...]apply.ErrorClass{apply.ClassTransient, apply.ClassPermanent, apply.ClassNeedsPerson}
+
+// resyncResults orders State.resyncs: the result label of
+// decant_resyncs_total.
+var resyncResults = [...]string{"done", "failed"}
 
 // copyTable is one table's initial copy.
 type copyTable struct {
@@ -188,6 +193,19 @@ func (s *State) SlotChecked(st source.SlotState, _ error) {
 	s.slot = st
 	s.mu.Unlock()
 	s.slotCheckTime.Store(s.now().UnixNano())
+}
+
+// ResyncStarted: run --on-slot-lost resync repairs the target; the
+// session's end already counted the lost slot as an error.
+func (s *State) ResyncStarted(error) {}
+
+// ResyncFinished counts a resync by its result.
+func (s *State) ResyncFinished(err error, _ time.Duration) {
+	if err == nil {
+		s.resyncs[0].Add(1)
+	} else {
+		s.resyncs[1].Add(1)
+	}
 }
 
 // Beat: the apply loop turns.

@@ -239,3 +239,14 @@ func NeedsPerson(err error) bool {
 	var n interface{ NeedsPerson() bool }
 	return errors.As(err, &n) && n.NeedsPerson()
 }
+
+// LostSlot reports whether err says that the slot can no longer stream
+// what the target lacks: it is missing (*SlotMissingError), invalidated
+// (*SlotLostError) or confirmed past the checkpoint (*SlotAheadError).
+// These are what decant resync recovers from.
+func LostSlot(err error) bool {
+	var missing *SlotMissingError
+	var lost *SlotLostError
+	var ahead *SlotAheadError
+	return errors.As(err, &missing) || errors.As(err, &lost) || errors.As(err, &ahead)
+}

@@ -2,6 +2,7 @@ package source
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -74,5 +75,20 @@ func TestNeedsPerson(t *testing.T) {
 	}
 	if !(SlotState{WALStatus: "unreserved"}).Unreserved() || (SlotState{WALStatus: "extended"}).Unreserved() {
 		t.Error("Unreserved")
+	}
+}
+
+// TestLostSlot: the three slot errors resync recovers from, also
+// wrapped; nothing else.
+func TestLostSlot(t *testing.T) {
+	for _, err := range []error{&SlotMissingError{Slot: "s"}, &SlotLostError{Slot: "s"}, fmt.Errorf("session: %w", &SlotAheadError{Slot: "s"})} {
+		if !LostSlot(err) {
+			t.Errorf("LostSlot(%T) is false", err)
+		}
+	}
+	for _, err := range []error{nil, errors.New("x"), &SlotBusyError{Slot: "s"}, &SpillFullError{Err: errors.New("no space")}} {
+		if LostSlot(err) {
+			t.Errorf("LostSlot(%v) is true", err)
+		}
 	}
 }

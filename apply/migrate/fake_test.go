@@ -39,6 +39,9 @@ type world struct {
 	// nil: where row says.
 	rowAt func(n int) source.LSN
 	reads int
+	// releaseAfter, when positive, is how many reads of an active slot
+	// find it active before its session lets it go.
+	releaseAfter, slotReads int
 }
 
 func newWorld(t *testing.T) *world {
@@ -171,6 +174,10 @@ func (s *fakeSource) RemoveDDLCapture(context.Context) (bool, error) {
 
 func (s *fakeSource) ReadSlot(context.Context) (source.SlotStatus, error) {
 	s.w.call("source.read-slot")
+	s.w.slotReads++
+	if s.w.releaseAfter > 0 && s.w.slotReads > s.w.releaseAfter {
+		s.w.slot.Active = false
+	}
 	return s.w.slot, nil
 }
 

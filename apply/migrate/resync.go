@@ -15,6 +15,10 @@ import (
 	"github.com/decant/decant/source"
 )
 
+// slotPoll is how often resync looks again at a slot that is still
+// active, within ResyncOptions.SlotWait.
+const slotPoll = 250 * time.Millisecond
+
 // Resync (decant resync) brings back a pipeline whose slot can no longer
 // stream what the target lacks (dropped, made again, invalidated, lost in
 // a failover) or whose target diverged, by repairing the target rather
@@ -49,6 +53,11 @@ type ResyncOptions struct {
 	// Progress hears each table planned, each span compared and each
 	// table done; nil hears nothing.
 	Progress verify.Progress
+	// SlotWait is how long an active slot may take to come free before
+	// resync refuses it: run --on-slot-lost resync calls resync as soon
+	// as its own stream ended, before the source's walsender has noticed.
+	// 0 refuses an active slot at once (a decant run holds it).
+	SlotWait time.Duration
 }
 
 // DefaultResyncOptions are resync's defaults.
@@ -105,7 +114,7 @@ func (e *env) resync(ctx context.Context, o ResyncOptions) (ResyncResult, error)
 		return ResyncResult{}, err
 	}
 	var res ResyncResult
-	if res.DroppedSlot, err = e.releaseSlot(ctx, src, tgt, stored, o.Confirm); err != nil {
+	if res.DroppedSlot, err = e.releaseSlot(ctx, src, tgt, stored, o); err != nil {
 		return res, err
 	}
 	exp, err := src.ExportSlot(ctx)
@@ -182,18 +191,15 @@ func (e *env) checkResync(ctx context.Context, src PGSource, tgt target) ([]sour
 // asks before dropping one that exists, then sets the checkpoint row to
 // position 0 so that no run streams into the target until the resync is
 // done, and drops the slot.
-func (e *env) releaseSlot(ctx context.Context, src PGSource, tgt target, stored checkpoint.Row, confirm func(source.SlotStatus) (bool, error)) (bool, error) {
-	slot, err := src.ReadSlot(ctx)
+func (e *env) releaseSlot(ctx context.Context, src PGSource, tgt target, stored checkpoint.Row, o ResyncOptions) (bool, error) {
+	slot, err := e.inactiveSlot(ctx, src, o.SlotWait)
 	if err != nil {
 		return false, err
 	}
-	if slot.Active {
-		return false, fmt.Errorf("slot %s is in use (PID %d on the source): a decant run holds pipeline %s; stop it, then run decant resync", e.cfg.Pipeline, slot.ActivePID, e.cfg.Pipeline)
-	}
 	if slot.Exists {
 		ok := false
-		if confirm != nil {
-			if ok, err = confirm(slot); err != nil {
+		if o.Confirm != nil {
+			if ok, err = o.Confirm(slot); err != nil {
 				return false, err
 			}
 		}
@@ -215,6 +221,26 @@ func (e *env) releaseSlot(ctx context.Context, src PGSource, tgt target, stored 
 	}
 	e.cfg.Logger.Info("old slot dropped", "slot", e.cfg.Pipeline, "confirmed", slot.Confirmed.String())
 	return true, nil
+}
+
+// inactiveSlot reads the pipeline's slot, waiting up to wait for an
+// active one to come free, and refuses one still in use.
+func (e *env) inactiveSlot(ctx context.Context, src PGSource, wait time.Duration) (source.SlotStatus, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		slot, err := src.ReadSlot(ctx)
+		if err != nil || !slot.Active {
+			return slot, err
+		}
+		if !time.Now().Before(deadline) {
+			return slot, fmt.Errorf("slot %s is in use (PID %d on the source): a decant run holds pipeline %s; stop it, then run decant resync", e.cfg.Pipeline, slot.ActivePID, e.cfg.Pipeline)
+		}
+		select {
+		case <-ctx.Done():
+			return slot, ctx.Err()
+		case <-time.After(slotPoll):
+		}
+	}
 }
 
 // repair compares every table with the source as of the exported

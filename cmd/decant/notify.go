@@ -174,9 +174,10 @@ func (f *fileSettings) headerMap(n *yaml.Node) (map[string]string, error) {
 }
 
 // pipelineEvents turns what the pipeline does into webhook events:
-// recovered once a session streams again after transient failures, and
-// the slot's wal_status as each check reads it (notify sends an event
-// when it becomes unreserved or lost). Its methods only count and queue.
+// recovered once a session streams again after transient failures, the
+// slot's wal_status as each check reads it (notify sends an event when it
+// becomes unreserved or lost), and the resyncs of --on-slot-lost resync.
+// Its methods only count and queue.
 type pipelineEvents struct {
 	apply.NopObserver
 	n        *notify.Notifier
@@ -187,9 +188,10 @@ type pipelineEvents struct {
 
 func (e *pipelineEvents) SessionEnded(s apply.SessionEnd) {
 	var replay *apply.ReplayError
-	if !s.Retry || s.Err == nil || errors.As(s.Err, &replay) {
+	if !s.Retry || s.Err == nil || errors.As(s.Err, &replay) || source.LostSlot(s.Err) {
 		// A replay change by change (to name the change a set-based
-		// statement failed on) is no failure to recover from.
+		// statement failed on) is no failure to recover from; a lost
+		// slot that a resync repairs has events of its own.
 		return
 	}
 	e.mu.Lock()
@@ -212,6 +214,14 @@ func (e *pipelineEvents) SlotChecked(st source.SlotState, _ error) {
 	if st.Exists && st.WALStatus != "" {
 		e.n.ObserveSlot(st.Slot, st.WALStatus)
 	}
+}
+
+func (e *pipelineEvents) ResyncStarted(lost error) {
+	e.n.ResyncStarted(strings.ReplaceAll(lost.Error(), "\n", " "))
+}
+
+func (e *pipelineEvents) ResyncFinished(err error, took time.Duration) {
+	e.n.ResyncFinished(err, took)
 }
 
 // lagEvery is how often the lag is compared with --alert-lag.

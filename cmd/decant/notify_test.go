@@ -195,6 +195,24 @@ func TestPipelineEvents(t *testing.T) {
 	}
 	o.SessionStarted(checkpoint.Row{}, 0) // no failure since: no event
 
+	// --on-slot-lost resync: the lost slot ends a session, is resynced,
+	// and streaming goes on: two events of their own, no recovered.
+	lost := &source.SlotMissingError{Slot: "shop", Pipeline: "shop", Recorded: 1, Timeline: 2}
+	o.SessionEnded(apply.SessionEnd{Err: lost, Class: apply.ClassNeedsPerson, Retry: true})
+	o.ResyncStarted(lost)
+	o.ResyncFinished(nil, 3*time.Second)
+	o.SessionStarted(checkpoint.Row{}, 0)
+	if e := next(notify.ResyncStarted); !strings.Contains(e.Message, "likely failed over") || !strings.Contains(e.Message, "--on-slot-lost resync") {
+		t.Errorf("resync_started: %q", e.Message)
+	}
+	if e := next(notify.ResyncFinished); !strings.Contains(e.Message, "resync done in 3s") {
+		t.Errorf("resync_finished: %q", e.Message)
+	}
+	o.ResyncFinished(errors.New("target: connection refused"), time.Second)
+	if e := next(notify.ResyncFinished); !strings.Contains(e.Message, "resync failed after 1s: target: connection refused") {
+		t.Errorf("resync_finished after a failure: %q", e.Message)
+	}
+
 	for _, status := range []string{"reserved", "unreserved", "unreserved", "lost"} {
 		o.SlotChecked(source.SlotState{Slot: "shop", Exists: true, WALStatus: status}, nil)
 	}

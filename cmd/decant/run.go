@@ -15,6 +15,7 @@ import (
 	"github.com/decant/decant/apply"
 	"github.com/decant/decant/apply/migrate"
 	"github.com/decant/decant/notify"
+	"github.com/decant/decant/source"
 	"github.com/decant/decant/source/pgoutput"
 )
 
@@ -38,6 +39,9 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 			}
 			if cmd.Flags().Changed("tables") && !c.gaussSource() {
 				return usagef("run --tables is for GaussDB and openGauss sources: a PostgreSQL source streams the tables of publication %s; change them with decant init --tables", c.Pipeline)
+			}
+			if err := o.checkOnSlotLost(c); err != nil {
+				return err
 			}
 			// No heap profile is ever taken of a run: the sampling the
 			// runtime does for one by default, a stack walk every 512 KiB
@@ -74,6 +78,7 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 	addServiceFlags(cmd, &o.service)
 	cmd.Flags().BoolVar(&o.catchUp, "catch-up", false, "exit 0 once everything committed on the source before the start is applied")
 	cmd.Flags().DurationVar(&o.slotWait, "slot-wait", 60*time.Second, "how long to keep retrying while the slot is held by another session before giving up")
+	cmd.Flags().StringVar(&o.onSlotLost, "on-slot-lost", "stop", "when the slot can no longer stream what the target lacks (dropped, invalidated, lost in a failover): stop (exit 3) or resync (repair the target from a new slot, as decant resync --yes does, and stream on)")
 	cmd.Flags().DurationVar(&o.retryFor, "retry-for", 0, "give up (exit 4) when transient failures go on this long without a commit; 0 retries for as long as it takes")
 	// How often the slot is checked while streaming: hidden, for tests
 	// that cannot wait the 30 s default.
@@ -114,7 +119,10 @@ type runOptions struct {
 	slotWait  time.Duration // --slot-wait
 	retryFor  time.Duration // --retry-for
 	slotCheck time.Duration // --slot-check-interval (run only; 0: the pipeline's default)
-	service   serviceOptions
+	// onSlotLost is --on-slot-lost (run only): "stop" or "resync"; ""
+	// (migrate) stops.
+	onSlotLost string
+	service    serviceOptions
 }
 
 // runObserved runs the pipeline with its state kept, served on
@@ -159,9 +167,43 @@ func runPipeline(ctx context.Context, c config, o runOptions, log *slog.Logger, 
 	if err != nil {
 		return usageError{err}
 	}
-	p := apply.New(apply.Config{CatchUp: o.catchUp, SlotWait: o.slotWait, RetryFor: o.retryFor, SlotCheck: o.slotCheck, Observer: ob.observer(), Logger: log}, reader, target)
+	p := apply.New(apply.Config{CatchUp: o.catchUp, SlotWait: o.slotWait, RetryFor: o.retryFor, SlotCheck: o.slotCheck,
+		OnSlotLost: o.slotLostHandler(c, log), Observer: ob.observer(), Logger: log}, reader, target)
 	ob.streaming(ctx, log)
 	return p.Run(ctx)
+}
+
+// checkOnSlotLost refuses an --on-slot-lost that is neither stop nor
+// resync, and resync for a source that decant resync does not support.
+func (o runOptions) checkOnSlotLost(c config) error {
+	switch {
+	case o.onSlotLost != "stop" && o.onSlotLost != "resync":
+		return usagef("--on-slot-lost %q: want stop or resync", o.onSlotLost)
+	case o.onSlotLost == "resync" && c.gaussSource():
+		return usagef("--on-slot-lost resync supports PostgreSQL sources only for now: use stop, and recover a GaussDB pipeline with decant drop and init --copy")
+	}
+	return nil
+}
+
+// slotLostHandler is the pipeline's OnSlotLost for --on-slot-lost resync
+// (nil for stop): decant resync --yes, run in the process, waiting up to
+// --slot-wait for the slot the stream just used to come free.
+func (o runOptions) slotLostHandler(c config, log *slog.Logger) func(context.Context, error) error {
+	if o.onSlotLost != "resync" {
+		return nil
+	}
+	return func(ctx context.Context, _ error) error {
+		r := migrate.DefaultResyncOptions()
+		r.Confirm = func(source.SlotStatus) (bool, error) { return true, nil }
+		r.SlotWait = o.slotWait
+		r.Progress = newResyncProgress(log)
+		res, err := migrate.Resync(ctx, c.workflow(log), r)
+		if err != nil {
+			return err
+		}
+		log.Warn("resync repaired the target", "pipeline", c.Pipeline, "result", res.Report.Summary(), "checkpoint", res.Checkpoint.End.String())
+		return nil
+	}
 }
 
 // limitMemory sets the Go runtime's soft memory limit to what decant may

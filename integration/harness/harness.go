@@ -57,6 +57,25 @@ func PostgresT(t testing.TB, opts PostgresOptions) *Postgres {
 	return p
 }
 
+// StandbyT makes a hot standby of p for a test (Postgres.Standby) and
+// removes it when the test ends.
+func StandbyT(t testing.TB, p *Postgres) *Postgres {
+	t.Helper()
+	s, err := p.Standby(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("standby log tail (%s):\n%s", s.Dir, s.LogTail(30))
+		}
+		if err := s.Remove(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
 // MariaDBT starts a MariaDB for a test and removes it when the test ends.
 func MariaDBT(t testing.TB, opts ...MariaDBOptions) *MariaDB {
 	t.Helper()

@@ -22,9 +22,10 @@ type Postgres struct {
 	Port int
 	TLS  *TLSFiles // with PostgresOptions.TLS: the server's certificates, its CA and a client's
 
-	root    string // temp dir holding data/, sock/ and postgres.log
-	mu      sync.Mutex
-	running bool
+	root     string            // temp dir holding data/, sock/ and postgres.log
+	settings map[string]string // the caller's postgresql.conf settings, which a standby keeps
+	mu       sync.Mutex
+	running  bool
 }
 
 // PostgresOptions configures StartPostgres.
@@ -56,7 +57,7 @@ func StartPostgres(ctx context.Context, opts PostgresOptions) (*Postgres, error)
 	if err != nil {
 		return nil, err
 	}
-	p := &Postgres{Dir: filepath.Join(root, "data"), root: root}
+	p := &Postgres{Dir: filepath.Join(root, "data"), root: root, settings: opts.Settings}
 	if opts.Fresh {
 		tmpl = ""
 	}
@@ -75,22 +76,66 @@ func StartPostgres(ctx context.Context, opts PostgresOptions) (*Postgres, error)
 		}
 		opts.Settings = settings
 	}
-	// FreePort's port may be taken before the server binds it; retry then.
+	if err := p.startOnFreePort(ctx, opts.Settings); err != nil {
+		p.Remove()
+		return nil, err
+	}
+	return p, nil
+}
+
+// startOnFreePort writes decant.conf for a free port and starts the
+// server. FreePort's port may be taken before the server binds it; it
+// retries then.
+func (p *Postgres) startOnFreePort(ctx context.Context, settings map[string]string) error {
 	for attempt := 1; ; attempt++ {
-		if p.Port, err = FreePort(); err == nil {
-			err = p.writeConf(opts.Settings)
+		port, err := FreePort()
+		if err == nil {
+			p.Port = port
+			err = p.writeConf(settings)
 		}
 		if err == nil {
 			err = p.Start(ctx)
 		}
-		if err == nil {
-			return p, nil
-		}
-		if attempt == 3 || !strings.Contains(p.LogTail(20), "Address already in use") {
-			p.Remove()
-			return nil, err
+		if err == nil || attempt == 3 || !strings.Contains(p.LogTail(20), "Address already in use") {
+			return err
 		}
 	}
+}
+
+// Standby makes a physical hot standby of p, which must run: a base
+// backup taken over streaming replication (pg_basebackup -R, so that it
+// follows p through primary_conninfo), in a temp dir of its own, started
+// on a free port with p's settings. PostgreSQL 15 copies no logical slot
+// to it: promoted, it has none. Remove it when done.
+func (p *Postgres) Standby(ctx context.Context) (*Postgres, error) {
+	root, err := newTempRoot("decant-pg-", "postgres")
+	if err != nil {
+		return nil, err
+	}
+	s := &Postgres{Dir: filepath.Join(root, "data"), root: root, settings: p.settings}
+	if err := mkdirOwned(filepath.Join(root, "sock"), 0o755, "postgres"); err != nil {
+		s.Remove()
+		return nil, err
+	}
+	backup := asPostgres(ctx, pgBin+"pg_basebackup", "-D", s.Dir, "-R", "-X", "stream", "-c", "fast",
+		"-h", "127.0.0.1", "-p", fmt.Sprint(p.Port), "-U", "postgres")
+	backup.Dir = root
+	if _, err := run("pg_basebackup", backup); err != nil {
+		s.Remove()
+		return nil, err
+	}
+	// The backup holds p's decant.conf (its port and socket directory):
+	// the standby gets its own.
+	if err := s.startOnFreePort(ctx, s.settings); err != nil {
+		s.Remove()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Promote ends a standby's recovery and waits until it accepts writes.
+func (p *Postgres) Promote(ctx context.Context) error {
+	return p.ctl(ctx, "promote", "-w", "-t", "60")
 }
 
 // postgresTemplate returns the cached initdb output, building it if needed.

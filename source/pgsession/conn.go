@@ -101,7 +101,7 @@ func ConnectReplication(ctx context.Context, dsn string) (*pgconn.PgConn, error)
 	}
 	conn, err := pgconn.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect to source %s:%d for replication: %w", cfg.Host, cfg.Port, err)
+		return nil, fmt.Errorf("connect to source %s for replication: %w", Hosts(cfg), err)
 	}
 	return conn, nil
 }
@@ -125,9 +125,31 @@ func ConnectAs(ctx context.Context, role, dsn string) (*pgx.Conn, error) {
 	cfg.Config = *pc
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s %s:%d: %w", role, pc.Host, pc.Port, err)
+		return nil, fmt.Errorf("connect to %s %s: %w", role, Hosts(pc), err)
 	}
 	return conn, nil
+}
+
+// Hosts names the servers a config tries, in order, as host:port: one,
+// or several for a DSN that lists them (postgres://h1,h2/db, tried in
+// turn at each connect until one fits target_session_attrs). pgconn
+// makes a fallback per TLS mode too (sslmode=prefer tries TLS, then
+// plain), so each server is named once.
+func Hosts(cfg *pgconn.Config) string {
+	seen := map[string]bool{}
+	var hosts []string
+	add := func(host string, port uint16) {
+		h := fmt.Sprintf("%s:%d", host, port)
+		if !seen[h] {
+			seen[h] = true
+			hosts = append(hosts, h)
+		}
+	}
+	add(cfg.Host, cfg.Port)
+	for _, f := range cfg.Fallbacks {
+		add(f.Host, f.Port)
+	}
+	return strings.Join(hosts, ",")
 }
 
 // Close closes a connection even when ctx is already cancelled, giving

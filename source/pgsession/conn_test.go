@@ -3,6 +3,8 @@ package pgsession
 import (
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
 	"time"
 )
 
@@ -91,4 +93,43 @@ func TestConnectAsNamesRole(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), "target: invalid DSN") || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("ConnectAs with a bad DSN = %v, want a target: invalid DSN error without the password", err)
 	}
+}
+
+// TestMultiHostDSN: a DSN listing several hosts keeps them all, in order,
+// with target_session_attrs' check, for replication and SQL sessions
+// alike; a connect that finds none names every host it tried.
+func TestMultiHostDSN(t *testing.T) {
+	dsn := "postgres://u@127.0.0.1:1,127.0.0.1:2/db?sslmode=disable&target_session_attrs=read-write"
+	for _, parse := range []func(string) (*pgconn.Config, error){ParseDSN, ReplicationConfig} {
+		cfg, err := parse(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Hosts(cfg); got != "127.0.0.1:1,127.0.0.1:2" {
+			t.Errorf("hosts %q, want both in order", got)
+		}
+		if cfg.ValidateConnect == nil {
+			t.Error("target_session_attrs=read-write sets no check of the session")
+		}
+	}
+	if got := Hosts(mustParse(t, "postgres://u@h:5/db")); got != "h:5" {
+		t.Errorf("hosts of sslmode=prefer (two fallbacks for one server) %q, want h:5", got)
+	}
+	_, err := ConnectReplication(t.Context(), dsn)
+	if err == nil || !strings.Contains(err.Error(), "connect to source 127.0.0.1:1,127.0.0.1:2 for replication") {
+		t.Errorf("replication connect to two closed ports: %v", err)
+	}
+	_, err = Connect(t.Context(), dsn)
+	if err == nil || !strings.Contains(err.Error(), "connect to source 127.0.0.1:1,127.0.0.1:2:") {
+		t.Errorf("connect to two closed ports: %v", err)
+	}
+}
+
+func mustParse(t *testing.T, dsn string) *pgconn.Config {
+	t.Helper()
+	cfg, err := ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }
