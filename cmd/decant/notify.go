@@ -108,7 +108,7 @@ func notifyStopped(n *notify.Notifier, err error) {
 	var at notify.At
 	var applyErr *apply.Error
 	if errors.As(err, &applyErr) {
-		at.Xid = uint64(applyErr.Xid)
+		at.Xid = applyErr.Xid
 		if applyErr.Commit != 0 {
 			at.LSN = applyErr.Commit.String()
 		}

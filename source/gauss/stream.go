@@ -193,7 +193,7 @@ func (s *stream) record(ctx context.Context, r *Record) error {
 		if s.txn != nil {
 			return fmt.Errorf("BEGIN (CSN %d) inside an open transaction", r.CSN)
 		}
-		s.txn = &source.Txn{Xid: uint32(r.Xid), CSN: r.CSN, ByCSN: s.r.cfg.Options.CSNOrder(), CommitTime: parseTime(r.Time)}
+		s.txn = &source.Txn{Xid: r.Xid, CSN: r.CSN, ByCSN: s.r.cfg.Options.CSNOrder(), CommitTime: parseTime(r.Time)}
 		s.spool.Xid, s.spool.Begin = s.txn.Xid, max(r.FirstLSN, r.LSN)
 		return s.spool.Reset()
 	case KindInsert, KindUpdate, KindDelete:
@@ -284,13 +284,6 @@ func (s *stream) ddl(r *Record) error {
 	return s.spool.Add(c)
 }
 
-func (s *stream) txnXid() uint32 {
-	if s.txn == nil {
-		return 0
-	}
-	return s.txn.Xid
-}
-
 // commit places the transaction at its commit position and hands it over.
 // Formats whose COMMIT carries the end of the commit record resume right
 // after it; parallel text and JSON without batching only give the commit
@@ -303,7 +296,7 @@ func (s *stream) commit(ctx context.Context, r *Record) error {
 	}
 	s.txn = nil
 	if r.HasXid {
-		txn.Xid = uint32(r.Xid)
+		txn.Xid = r.Xid
 	}
 	if r.CSN != 0 && txn.CSN == 0 {
 		txn.CSN = r.CSN
