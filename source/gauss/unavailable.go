@@ -52,7 +52,8 @@ func (e *UnavailableRowError) Error() string {
 	if e.NoKey {
 		b.WriteString(" (and give the table a primary key or REPLICA IDENTITY FULL)")
 	}
-	fmt.Fprintf(&b, ", then %s", source.ResyncAdvice(e.Pipeline))
+	// decant resync takes PostgreSQL sources only: start over.
+	fmt.Fprintf(&b, ", then start the pipeline over: decant drop --pipeline %s --yes, decant init, and copy the tables to the target again", e.Pipeline)
 	return b.String()
 }
 

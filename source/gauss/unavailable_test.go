@@ -69,7 +69,7 @@ func TestUnavailableRowErrorText(t *testing.T) {
 	e := &UnavailableRowError{Table: source.TableName{Schema: "public", Name: "t1"}, Kind: KindInsert, LSN: 0xCFE5D40, Xid: 1<<32 + 100, Pipeline: "shop"}
 	msg := e.Error()
 	for _, want := range []string{"INSERT of public.t1 at 0/CFE5D40 in xid 4294967396", "new row without its columns",
-		"ALTER TABLE public.t1 SET NOCOMPRESS", "decant resync --pipeline shop"} {
+		"ALTER TABLE public.t1 SET NOCOMPRESS", "decant drop --pipeline shop --yes"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error lacks %q: %s", want, msg)
 		}
