@@ -104,11 +104,11 @@ type StreamTarget interface {
 	// nothing when none was set, or a rollback to an earlier one already
 	// discarded it), or with sub 0 the whole transaction, releasing its
 	// connection. An xid the target does not have is no error.
-	StreamAbort(ctx context.Context, xid, sub uint32) error
+	StreamAbort(ctx context.Context, xid, sub uint64) error
 	// StreamCommit writes cp in xid's transaction and commits it, then
 	// releases its connection. When nothing of xid reached the target, it
 	// writes cp alone, like Commit; the main transaction must not be open.
-	StreamCommit(ctx context.Context, xid uint32, cp checkpoint.Row) error
+	StreamCommit(ctx context.Context, xid uint64, cp checkpoint.Row) error
 	// StreamRollbackAll rolls back every open streamed transaction and
 	// releases their connections (the end of a session). A failed rollback
 	// closes the connection, which discards the transaction as well.

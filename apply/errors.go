@@ -21,7 +21,7 @@ import (
 type Error struct {
 	Op     string // "insert", "update", "commit"...
 	Table  source.TableName
-	Xid    uint32
+	Xid    uint64
 	Commit source.LSN // 0 while a streamed transaction is in progress
 	Err    error
 }

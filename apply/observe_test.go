@@ -15,7 +15,7 @@ type recordingObserver struct {
 	mu       sync.Mutex
 	started  []checkpoint.Row
 	ended    []SessionEnd
-	received []uint32 // xids
+	received []uint64 // xids
 	commits  []Commit
 	srcEnd   source.LSN
 	acked    []source.LSN
@@ -84,7 +84,7 @@ func (o *recordingObserver) ResyncFinished(err error, _ time.Duration) {
 func (o *recordingObserver) Beat(time.Time) {}
 
 // ops builds a committed transaction with the given operations.
-func ops(xid uint32, commit source.LSN, kinds ...source.Op) []source.Chunk {
+func ops(xid uint64, commit source.LSN, kinds ...source.Op) []source.Chunk {
 	t := &source.Txn{Xid: xid, Commit: commit, CommitTime: time.Unix(int64(xid), 0)}
 	changes := make([]source.Change, len(kinds))
 	for i, k := range kinds {

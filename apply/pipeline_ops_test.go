@@ -58,7 +58,7 @@ func TestBackoffResetsAfterACommit(t *testing.T) {
 			var all []source.Chunk
 			for i := range 6 {
 				if tc.commit || i == 5 {
-					all = append(all, txn(uint32(i+1), source.LSN(0x100*(i+1)), 1)...)
+					all = append(all, txn(uint64(i+1), source.LSN(0x100*(i+1)), 1)...)
 				}
 				end := error(io.ErrUnexpectedEOF) // the connection drops after each session's work
 				if i == 5 {

@@ -77,7 +77,7 @@ type recordingTarget struct {
 	log      []string
 	cp       checkpoint.Row
 	open     bool
-	failXid  uint32        // Apply of this xid fails permanently
+	failXid  uint64        // Apply of this xid fails permanently
 	gate     chan struct{} // when set, the first Apply waits for it
 	gateOnce sync.Once
 }
@@ -138,7 +138,7 @@ func (t *recordingTarget) Rollback(context.Context) error {
 func (t *recordingTarget) Close(context.Context) {}
 
 // txn builds the chunks of one transaction with n changes.
-func txn(xid uint32, commit source.LSN, n int) []source.Chunk {
+func txn(xid uint64, commit source.LSN, n int) []source.Chunk {
 	t := &source.Txn{Xid: xid, Commit: commit}
 	return []source.Chunk{{Txn: t, Changes: make([]source.Change, n), Commit: true, End: commit + 8}}
 }

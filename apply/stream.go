@@ -35,12 +35,12 @@ type streaming struct {
 	// already gone). Only its commit position tells, so until then a
 	// permanent failure waits for the commit in failed.
 	replayEnd source.LSN
-	failed    map[uint32]error  // by xid
-	tallies   map[uint32]*Tally // the changes handed over, by xid
+	failed    map[uint64]error  // by xid
+	tallies   map[uint64]*Tally // the changes handed over, by xid
 }
 
 func newStreaming(cp checkpoint.Row) *streaming {
-	s := &streaming{failed: map[uint32]error{}, tallies: map[uint32]*Tally{}}
+	s := &streaming{failed: map[uint64]error{}, tallies: map[uint64]*Tally{}}
 	if cp.Resume() < cp.End {
 		s.replayEnd = cp.End
 	}
@@ -62,7 +62,7 @@ func (s *streaming) passed(c source.Chunk) {
 // tally is what was handed over of streamed transaction xid. A
 // subtransaction rolled back stays counted: its changes were applied, then
 // undone.
-func (s *streaming) tally(xid uint32) *Tally {
+func (s *streaming) tally(xid uint64) *Tally {
 	t := s.tallies[xid]
 	if t == nil {
 		t = &Tally{}

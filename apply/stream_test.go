@@ -18,14 +18,14 @@ import (
 // transactions; each streamed xid has a transaction of its own.
 type streamTarget struct {
 	*recordingTarget
-	streams      map[uint32]bool // xids with an open streamed transaction
-	failStream   uint32          // StreamApply of this xid fails permanently
-	transientXid uint32          // the first Apply of this xid fails as a lost connection would
+	streams      map[uint64]bool // xids with an open streamed transaction
+	failStream   uint64          // StreamApply of this xid fails permanently
+	transientXid uint64          // the first Apply of this xid fails as a lost connection would
 	failedOnce   bool
 }
 
 func newStreamTarget(cp checkpoint.Row) *streamTarget {
-	return &streamTarget{recordingTarget: &recordingTarget{cp: cp}, streams: map[uint32]bool{}}
+	return &streamTarget{recordingTarget: &recordingTarget{cp: cp}, streams: map[uint64]bool{}}
 }
 
 func (t *streamTarget) Apply(ctx context.Context, txn *source.Txn, changes []source.Change) error {
@@ -54,7 +54,7 @@ func (t *streamTarget) StreamApply(_ context.Context, txn *source.Txn, changes [
 	return nil
 }
 
-func (t *streamTarget) StreamAbort(_ context.Context, xid, sub uint32) error {
+func (t *streamTarget) StreamAbort(_ context.Context, xid, sub uint64) error {
 	if !t.streams[xid] {
 		return nil
 	}
@@ -67,7 +67,7 @@ func (t *streamTarget) StreamAbort(_ context.Context, xid, sub uint32) error {
 	return nil
 }
 
-func (t *streamTarget) StreamCommit(_ context.Context, xid uint32, cp checkpoint.Row) error {
+func (t *streamTarget) StreamCommit(_ context.Context, xid uint64, cp checkpoint.Row) error {
 	if t.open {
 		return errors.New("StreamCommit while the main transaction is open")
 	}
@@ -83,7 +83,7 @@ func (t *streamTarget) StreamRollbackAll(context.Context) {
 	if len(t.streams) == 0 {
 		return
 	}
-	xids := make([]uint32, 0, len(t.streams))
+	xids := make([]uint64, 0, len(t.streams))
 	for xid := range t.streams {
 		xids = append(xids, xid)
 	}
@@ -95,9 +95,9 @@ func (t *streamTarget) StreamRollbackAll(context.Context) {
 // streamed returns the Txn of an in-progress streamed transaction and a
 // chunk of its changes, one per subtransaction xid given (the top-level
 // xid for its own changes).
-func streamed(xid uint32) *source.Txn { return &source.Txn{Xid: xid, Streamed: true} }
+func streamed(xid uint64) *source.Txn { return &source.Txn{Xid: xid, Streamed: true} }
 
-func streamChunk(t *source.Txn, subs ...uint32) source.Chunk {
+func streamChunk(t *source.Txn, subs ...uint64) source.Chunk {
 	c := source.Chunk{Txn: t}
 	for _, sub := range subs {
 		c.Changes = append(c.Changes, source.Change{Op: source.OpInsert, Sub: sub})
@@ -107,7 +107,7 @@ func streamChunk(t *source.Txn, subs ...uint32) source.Chunk {
 
 // streamCommit is the chunk that commits streamed transaction xid: a new
 // Txn with the commit position.
-func streamCommit(xid uint32, commit source.LSN) source.Chunk {
+func streamCommit(xid uint64, commit source.LSN) source.Chunk {
 	return source.Chunk{Txn: &source.Txn{Xid: xid, Commit: commit, Streamed: true}, Commit: true, End: commit + 8}
 }
 
@@ -410,7 +410,7 @@ func TestSavepoints(t *testing.T) {
 	var s Savepoints
 	// The top level needs none; each subtransaction one, at its first change.
 	for _, c := range []struct {
-		sub  uint32
+		sub  uint64
 		want bool
 	}{{xid, false}, {0, false}, {11, true}, {11, false}, {12, true}, {11, false}, {13, true}, {xid, false}} {
 		if got := s.Enter(xid, c.sub); got != c.want {

@@ -44,7 +44,7 @@ type StreamWriter interface {
 // with its writer. The targets keep one beside their main writer and hand
 // it their StreamTarget calls; the zero value is an empty set. It is not
 // safe for concurrent use.
-type Streams[W StreamWriter] map[uint32]*openStream[W]
+type Streams[W StreamWriter] map[uint64]*openStream[W]
 
 // openStream is one streamed transaction open on the target.
 type openStream[W StreamWriter] struct {
@@ -59,7 +59,7 @@ type openStream[W StreamWriter] struct {
 // Schema changes are refused before anything is opened or written.
 func (s *Streams[W]) Apply(ctx context.Context, log *slog.Logger, txn *source.Txn, changes []source.Change, open func(context.Context) (W, error)) error {
 	var st *openStream[W]
-	return subtransactionRuns(txn, changes, func(sub uint32, run []source.Change) error {
+	return subtransactionRuns(txn, changes, func(sub uint64, run []source.Change) error {
 		if st == nil {
 			var err error
 			if st, err = s.open(ctx, log, txn, open); err != nil {
@@ -97,7 +97,7 @@ func (s *Streams[W]) open(ctx context.Context, log *slog.Logger, txn *source.Txn
 // xid to its savepoint (nothing when it has none, or a rollback to an
 // earlier one discarded it), or with sub 0 or xid the whole transaction,
 // releasing its writer. An xid without a stream is nothing to do.
-func (s *Streams[W]) Abort(ctx context.Context, log *slog.Logger, xid, sub uint32) error {
+func (s *Streams[W]) Abort(ctx context.Context, log *slog.Logger, xid, sub uint64) error {
 	st := (*s)[xid]
 	if st == nil {
 		return nil
@@ -116,7 +116,7 @@ func (s *Streams[W]) Abort(ctx context.Context, log *slog.Logger, xid, sub uint3
 // cp and releases its writer. When nothing of xid reached the target it
 // writes cp alone through main, the target's main writer, whose own
 // transaction must not be open (mainOpen).
-func (s *Streams[W]) Commit(ctx context.Context, xid uint32, cp checkpoint.Row, main Target, mainOpen bool) error {
+func (s *Streams[W]) Commit(ctx context.Context, xid uint64, cp checkpoint.Row, main Target, mainOpen bool) error {
 	st := (*s)[xid]
 	if st == nil {
 		if mainOpen {
@@ -139,7 +139,7 @@ func (s *Streams[W]) RollbackAll(ctx context.Context, log *slog.Logger) {
 
 // end rolls a streamed transaction back and releases its writer; a failed
 // rollback is discarded by the server as the connection closes.
-func (s *Streams[W]) end(ctx context.Context, log *slog.Logger, xid uint32, st *openStream[W]) {
+func (s *Streams[W]) end(ctx context.Context, log *slog.Logger, xid uint64, st *openStream[W]) {
 	delete(*s, xid)
 	if err := st.w.Rollback(ctx); err != nil {
 		log.Warn("rollback of a streamed transaction failed; the target discards it as the connection closes", "xid", xid, "error", err.Error())
@@ -169,14 +169,14 @@ func (s *Streams[W]) Close(ctx context.Context, closed func(W)) {
 // without changes for the target never gets one, and rolling it back is
 // nothing to do.
 type Savepoints struct {
-	subs []uint32       // in the order set
-	at   map[uint32]int // index in subs
+	subs []uint64       // in the order set
+	at   map[uint64]int // index in subs
 }
 
 // Enter reports whether a change of subtransaction sub of transaction xid
 // needs a savepoint first (sub is a subtransaction without one), and then
 // records it. Changes of xid itself (sub == xid, or 0) need none.
-func (s *Savepoints) Enter(xid, sub uint32) bool {
+func (s *Savepoints) Enter(xid, sub uint64) bool {
 	if sub == 0 || sub == xid {
 		return false
 	}
@@ -187,7 +187,7 @@ func (s *Savepoints) Enter(xid, sub uint32) bool {
 		return false
 	}
 	if s.at == nil {
-		s.at = map[uint32]int{}
+		s.at = map[uint64]int{}
 	}
 	s.at[sub] = len(s.subs)
 	s.subs = append(s.subs, sub)
@@ -197,7 +197,7 @@ func (s *Savepoints) Enter(xid, sub uint32) bool {
 // RollbackTo reports whether sub has a savepoint to roll back to, and
 // then forgets it and every later one: the rollback discards their
 // changes, and the subtransactions are over.
-func (s *Savepoints) RollbackTo(sub uint32) bool {
+func (s *Savepoints) RollbackTo(sub uint64) bool {
 	i, ok := s.at[sub]
 	if !ok {
 		return false
@@ -214,13 +214,13 @@ func (s *Savepoints) Len() int { return len(s.subs) }
 
 // SavepointName is the SQL name of subtransaction sub's savepoint; it
 // needs no quoting in either dialect.
-func SavepointName(sub uint32) string { return "s_" + strconv.FormatUint(uint64(sub), 10) }
+func SavepointName(sub uint64) string { return "s_" + strconv.FormatUint(sub, 10) }
 
 // subtransactionRuns checks that a streamed transaction's changes hold no
 // schema change, then calls fn for each run of consecutive changes of one
 // subtransaction (Change.Sub), in order: a savepoint goes before a
 // subtransaction's first run.
-func subtransactionRuns(txn *source.Txn, changes []source.Change, fn func(sub uint32, run []source.Change) error) error {
+func subtransactionRuns(txn *source.Txn, changes []source.Change, fn func(sub uint64, run []source.Change) error) error {
 	for i := range changes {
 		if changes[i].Op == source.OpDDL {
 			return StreamedDDLError(txn, changes[i].DDL)

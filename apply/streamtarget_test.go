@@ -17,7 +17,7 @@ import (
 // fakeWriter is a StreamWriter that logs its calls to a shared log as
 // "xid call [args]"; "apply sub:n" is n changes of subtransaction sub.
 type fakeWriter struct {
-	xid     uint32
+	xid     uint64
 	log     *[]string
 	failAt  string // a call that fails
 	changes int    // changes applied
@@ -66,7 +66,7 @@ func (m fakeMain) Commit(_ context.Context, cp checkpoint.Row) error {
 	return nil
 }
 
-func subChanges(subs ...uint32) []source.Change {
+func subChanges(subs ...uint64) []source.Change {
 	out := make([]source.Change, len(subs))
 	for i, s := range subs {
 		out[i] = source.Change{Op: source.OpInsert, Sub: s}
@@ -81,8 +81,8 @@ func TestStreams(t *testing.T) {
 	ctx := t.Context()
 	log := slog.New(slog.DiscardHandler)
 	var calls []string
-	opened := map[uint32]*fakeWriter{}
-	openFor := func(xid uint32, fail error) func(context.Context) (*fakeWriter, error) {
+	opened := map[uint64]*fakeWriter{}
+	openFor := func(xid uint64, fail error) func(context.Context) (*fakeWriter, error) {
 		return func(context.Context) (*fakeWriter, error) {
 			calls = append(calls, fmt.Sprint(xid, " open"))
 			if fail != nil {
@@ -124,7 +124,7 @@ func TestStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	want("rollback 12", "10 rollback to s_12")
-	for _, sub := range []uint32{13, 12, 14} {
+	for _, sub := range []uint64{13, 12, 14} {
 		if err := s.Abort(ctx, log, 10, sub); err != nil {
 			t.Fatal(err)
 		}
@@ -159,7 +159,7 @@ func TestStreams(t *testing.T) {
 	want("commits without a stream")
 
 	// Whole-transaction abort, RollbackAll and Close release their writers.
-	for _, xid := range []uint32{1, 2, 3} {
+	for _, xid := range []uint64{1, 2, 3} {
 		if err := s.Apply(ctx, log, &source.Txn{Xid: xid}, subChanges(0), openFor(xid, nil)); err != nil {
 			t.Fatal(err)
 		}
@@ -180,13 +180,13 @@ func TestStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	calls = nil
-	var closed []uint32
+	var closed []uint64
 	s.Close(ctx, func(w *fakeWriter) {
 		closed = append(closed, w.xid)
 		calls = append(calls, "closed")
 	})
 	want("close", "4 close", "closed")
-	if len(s) != 0 || !slices.Equal(closed, []uint32{4}) {
+	if len(s) != 0 || !slices.Equal(closed, []uint64{4}) {
 		t.Errorf("after Close: %d streams, closed %v", len(s), closed)
 	}
 }

@@ -27,7 +27,7 @@ type Row struct {
 	// (zero until the first).
 	Commit     source.LSN
 	CSN        uint64 // commit sequence number (GaussDB), 0 elsewhere
-	Xid        uint32
+	Xid        uint64
 	CommitTime time.Time
 	// End is the resume position: every source transaction that commits
 	// before End has been applied. It is at least Commit+1 after a
@@ -159,7 +159,7 @@ func (r Row) PGAdvanceArgs() [][]byte {
 		args[5] = strconv.AppendUint(nil, r.CSN, 10)
 	}
 	if r.Xid != 0 {
-		args[3] = strconv.AppendUint(nil, uint64(r.Xid), 10)
+		args[3] = strconv.AppendUint(nil, r.Xid, 10)
 	}
 	if !r.CommitTime.IsZero() {
 		args[4] = r.CommitTime.UTC().AppendFormat(nil, "2006-01-02 15:04:05.999999Z07:00")
@@ -237,7 +237,7 @@ func pgRead(ctx context.Context, conn *pgx.Conn, pipeline string) (Row, error) {
 		return Row{}, fmt.Errorf("read checkpoint of pipeline %s: %w", pipeline, err)
 	}
 	if xid != nil {
-		r.Xid = uint32(*xid)
+		r.Xid = uint64(*xid)
 	}
 	if csn != nil {
 		r.CSN = uint64(*csn)

@@ -54,7 +54,7 @@ const MySQLAdvance = `UPDATE decant_checkpoint
 func (r Row) MySQLAdvanceArgs() []any {
 	var xid, commitTime any
 	if r.Xid != 0 {
-		xid = int64(r.Xid)
+		xid = r.Xid
 	}
 	if !r.CommitTime.IsZero() {
 		commitTime = r.CommitTime.UTC().Format("2006-01-02 15:04:05.999999")
@@ -147,7 +147,7 @@ func MySQLRead(ctx context.Context, db Querier, pipeline string) (Row, error) {
 func mysqlRead(ctx context.Context, db Querier, pipeline string) (Row, error) {
 	var r Row
 	var commit, end uint64
-	var xid sql.NullInt64
+	var xid sql.Null[uint64] // BIGINT UNSIGNED: a 64-bit xid (GaussDB) does not fit an int64 read
 	var csn sql.NullString
 	var commitTime sql.NullString
 	var applied string
@@ -165,7 +165,7 @@ func mysqlRead(ctx context.Context, db Querier, pipeline string) (Row, error) {
 	if err != nil {
 		return Row{}, fmt.Errorf("read checkpoint of pipeline %s: %w", pipeline, err)
 	}
-	r.Commit, r.End, r.Xid = source.LSN(commit), source.LSN(end), uint32(xid.Int64)
+	r.Commit, r.End, r.Xid = source.LSN(commit), source.LSN(end), xid.V
 	r.PartialCommit, r.Hold, r.Timeline = source.LSN(partial), source.LSN(hold), timeline
 	if csn.Valid {
 		r.CSN, _ = strconv.ParseUint(csn.String, 10, 64)

@@ -652,7 +652,7 @@ const (
 // myCheckpoint is the checkpoint update for the given values, as the
 // driver interpolates it (the arguments are the ones the Target passes,
 // so a new checkpoint column needs no change here).
-func myCheckpoint(commit, end source.LSN, xid uint32, at time.Time, partialCommit source.LSN, partialSeq int) string {
+func myCheckpoint(commit, end source.LSN, xid uint64, at time.Time, partialCommit source.LSN, partialSeq int) string {
 	row := checkpoint.Row{Pipeline: "p", Commit: commit, End: end, Xid: xid, CommitTime: at, PartialCommit: partialCommit, PartialSeq: partialSeq}
 	var lits []any
 	for _, a := range row.MySQLAdvanceArgs() {

@@ -119,12 +119,12 @@ type Change struct {
 
 	// Sub is the (sub)transaction xid of a change in a streamed
 	// transaction; 0 otherwise.
-	Sub uint32
+	Sub uint64
 }
 
 // Txn is one committed source transaction.
 type Txn struct {
-	Xid        uint32
+	Xid        uint64
 	Commit     LSN // position of the commit record
 	CommitTime time.Time
 	Origin     string // replication origin of the transaction, if any
@@ -158,7 +158,7 @@ type Chunk struct {
 	// Abort (streamed transactions only) voids what was delivered of
 	// Txn: all of it, or with Sub set only that subtransaction's changes.
 	Abort bool
-	Sub   uint32
+	Sub   uint64
 	// Hold, when set, is a position before End that decant must resume
 	// from after a restart: the reader holds a prepared transaction
 	// decoded there, awaiting COMMIT PREPARED, which the source will not

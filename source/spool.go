@@ -29,7 +29,7 @@ type Spool struct {
 	// Xid names the transaction held, in errors; 0 when not known yet
 	// (GaussDB formats that give it only at COMMIT). Begin, when set, is
 	// where it began.
-	Xid   uint32
+	Xid   uint64
 	Begin LSN
 	// Usage, when set, counts the spool's file in use with those of
 	// every spool sharing it, for metrics.
@@ -43,8 +43,8 @@ type Spool struct {
 	onDisk   int
 	rels     map[*Relation]uint32
 	relList  []*Relation
-	subs     map[uint32]int  // changes held per subtransaction (Change.Sub), when any is set
-	dropped  map[uint32]bool // subtransactions whose changes are void
+	subs     map[uint64]int  // changes held per subtransaction (Change.Sub), when any is set
+	dropped  map[uint64]bool // subtransactions whose changes are void
 	nDropped int
 }
 
@@ -101,7 +101,7 @@ func (s *Spool) account(n int) {
 func (s *Spool) Add(c Change) error {
 	if c.Sub != 0 {
 		if s.subs == nil {
-			s.subs = map[uint32]int{}
+			s.subs = map[uint64]int{}
 		}
 		s.subs[c.Sub]++
 	}
@@ -150,7 +150,7 @@ func full(err error) bool {
 // needs a person (exit code 3).
 type SpillFullError struct {
 	Dir     string
-	Xid     uint32
+	Xid     uint64
 	Begin   LSN
 	Written int64 // bytes of the transaction on disk when the directory filled
 	Err     error
@@ -235,12 +235,12 @@ func (s *Spool) spill() error {
 
 // DropSub voids the changes of subtransaction sub (rolled back): they are
 // no longer counted or replayed.
-func (s *Spool) DropSub(sub uint32) {
+func (s *Spool) DropSub(sub uint64) {
 	if s.dropped[sub] || s.subs[sub] == 0 {
 		return
 	}
 	if s.dropped == nil {
-		s.dropped = map[uint32]bool{}
+		s.dropped = map[uint64]bool{}
 	}
 	s.dropped[sub] = true
 	kept := s.mem[:0]
@@ -365,7 +365,7 @@ func changeSize(c *Change) int {
 // body), then for a schema change its description as JSON. Relations stay
 // in memory and are referred to by index.
 func (s *Spool) encode(c *Change) error {
-	var hdr [14]byte
+	var hdr [18]byte
 	hdr[0] = byte(c.Op)
 	binary.BigEndian.PutUint32(hdr[1:], s.relIndex(c.Rel))
 	if c.Cascade {
@@ -382,8 +382,8 @@ func (s *Spool) encode(c *Change) error {
 			return err
 		}
 	}
-	binary.BigEndian.PutUint32(hdr[6:], c.Sub)
-	binary.BigEndian.PutUint32(hdr[10:], uint32(len(c.Truncated)))
+	binary.BigEndian.PutUint64(hdr[6:], c.Sub)
+	binary.BigEndian.PutUint32(hdr[14:], uint32(len(c.Truncated)))
 	if _, err := s.w.Write(hdr[:]); err != nil {
 		return err
 	}
@@ -445,17 +445,17 @@ func writeRow(w *bufio.Writer, row []Value) error {
 }
 
 func (s *Spool) decode(r *bufio.Reader) (Change, error) {
-	var hdr [14]byte
+	var hdr [18]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return Change{}, err
 	}
-	c := Change{Op: Op(hdr[0]), Cascade: hdr[5]&1 != 0, RestartIdentity: hdr[5]&2 != 0, Sub: binary.BigEndian.Uint32(hdr[6:])}
+	c := Change{Op: Op(hdr[0]), Cascade: hdr[5]&1 != 0, RestartIdentity: hdr[5]&2 != 0, Sub: binary.BigEndian.Uint64(hdr[6:])}
 	rel, err := s.rel(binary.BigEndian.Uint32(hdr[1:]))
 	if err != nil {
 		return Change{}, err
 	}
 	c.Rel = rel
-	for n := binary.BigEndian.Uint32(hdr[10:]); n > 0; n-- {
+	for n := binary.BigEndian.Uint32(hdr[14:]); n > 0; n-- {
 		var i uint32
 		if err := binary.Read(r, binary.BigEndian, &i); err != nil {
 			return Change{}, err

@@ -80,14 +80,14 @@ func TestSpoolBudgetDropSubAndDDL(t *testing.T) {
 	budget := &Budget{Limit: 4000}
 	a := &Spool{Dir: dir, Prefix: "p-", Budget: budget}
 	b := &Spool{Dir: dir, Prefix: "p-", Budget: budget}
-	row := func(i int, sub uint32) Change {
+	row := func(i int, sub uint64) Change {
 		return Change{Op: OpInsert, Rel: rel, Sub: sub, New: []Value{{Kind: ValueText, Data: []byte(fmt.Sprint(i))}}}
 	}
 	ddl := Change{Op: OpDDL, Sub: 7, DDL: &DDL{Tag: "ALTER TABLE", Statement: "ALTER TABLE a ADD c int",
 		Tables: []*TableDef{{OID: 5, Name: TableName{Schema: "s", Name: "a"}, Columns: []ColumnDef{{Attnum: 1, Name: "c", Type: 23, TypeMod: -1}}}}}}
 	var wantA, wantB []Change
 	for i := 0; i < 100; i++ {
-		sub := uint32(7)
+		sub := uint64(7)
 		if i%10 == 3 {
 			sub = 9 // a subtransaction rolled back below
 		}
@@ -137,7 +137,7 @@ func TestSpoolBudgetDropSubAndDDL(t *testing.T) {
 	// In memory only: dropping frees the budget at once.
 	c := &Spool{Budget: &Budget{Limit: 1 << 20}}
 	for i := 0; i < 10; i++ {
-		c.Add(row(i, uint32(i%2+1)))
+		c.Add(row(i, uint64(i%2+1)))
 	}
 	before := c.Budget.Used()
 	c.DropSub(2)

@@ -52,7 +52,7 @@ type CheckpointStatus struct {
 	CommitLSN   string     `json:"commit_lsn,omitempty"`
 	EndLSN      string     `json:"end_lsn,omitempty"`
 	CommitCSN   uint64     `json:"commit_csn,omitempty"`
-	Xid         uint32     `json:"xid,omitempty"`
+	Xid         uint64     `json:"xid,omitempty"`
 	CommitTime  *time.Time `json:"commit_time,omitempty"`
 	AppliedTime *time.Time `json:"applied_time,omitempty"`
 }

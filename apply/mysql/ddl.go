@@ -72,7 +72,7 @@ func (t *Target) runSchemaSteps(ctx context.Context, txn *source.Txn, d *source.
 				Err: fmt.Errorf("%v; statement: %s (--on-unsupported-ddl skip records it and goes on)", u, apply.OneLine(d.Statement))}
 		}
 		t.log.Warn("schema change skipped", "table", table.String(), "commit", txn.Commit.String(), "reason", u.Error(), "statement", apply.OneLine(d.Statement))
-		t.batch.add(checkpoint.MySQLSkipped, []any{t.cfg.Pipeline, uint64(txn.Commit), int64(txn.Xid), d.Statement, u.Error()},
+		t.batch.add(checkpoint.MySQLSkipped, []any{t.cfg.Pipeline, uint64(txn.Commit), txn.Xid, d.Statement, u.Error()},
 			apply.Origin{Op: "ddl", Table: table, Txn: txn, Expect: 1})
 		return nil
 	}

@@ -97,7 +97,7 @@ func netRender(t *testing.T, p *plan, limit netLimit, changes ...source.Change) 
 	t.Helper()
 	var n apply.Net[*plan]
 	for i := range changes {
-		txn := &source.Txn{Xid: uint32(100 + i), Commit: source.LSN(1000 + i)}
+		txn := &source.Txn{Xid: uint64(100 + i), Commit: source.LSN(1000 + i)}
 		if !n.Add(p, p.Plan, txn, &changes[i]) {
 			t.Fatalf("change %d was not folded", i)
 		}

@@ -67,7 +67,7 @@ func (t *Target) unsupported(txn *source.Txn, d *source.DDL, table source.TableN
 	}
 	t.log.Warn("schema change skipped", "table", table.String(), "commit", txn.Commit.String(), "reason", u.Error(), "statement", apply.OneLine(d.Statement))
 	t.batch.add(checkpoint.PGSkipped, [][]byte{[]byte(t.cfg.Pipeline), []byte(txn.Commit.String()),
-		strconv.AppendUint(nil, uint64(txn.Xid), 10), []byte(d.Statement), []byte(u.Error())},
+		strconv.AppendUint(nil, txn.Xid, 10), []byte(d.Statement), []byte(u.Error())},
 		apply.Origin{Op: "ddl", Table: table, Txn: txn, Expect: 1})
 	return nil
 }

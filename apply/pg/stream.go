@@ -74,12 +74,12 @@ func (t *Target) savepoint(ctx context.Context, txn *source.Txn, op, sql string)
 }
 
 // StreamAbort rolls back subtransaction sub of xid, or all of xid.
-func (t *Target) StreamAbort(ctx context.Context, xid, sub uint32) error {
+func (t *Target) StreamAbort(ctx context.Context, xid, sub uint64) error {
 	return t.streams.Abort(ctx, t.log, xid, sub)
 }
 
 // StreamCommit writes cp in xid's transaction and commits it.
-func (t *Target) StreamCommit(ctx context.Context, xid uint32, cp checkpoint.Row) error {
+func (t *Target) StreamCommit(ctx context.Context, xid uint64, cp checkpoint.Row) error {
 	return t.streams.Commit(ctx, xid, cp, t, t.inTx)
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/decant/decant/notify"
 	"github.com/decant/decant/service"
 	"github.com/decant/decant/source"
+	"github.com/decant/decant/source/gauss"
 )
 
 // webhookFlags are the notification flags of run and migrate.
@@ -108,13 +109,17 @@ func notifyStopped(n *notify.Notifier, err error) {
 	var at notify.At
 	var applyErr *apply.Error
 	if errors.As(err, &applyErr) {
-		at.Xid = uint64(applyErr.Xid)
+		at.Xid = applyErr.Xid
 		if applyErr.Commit != 0 {
 			at.LSN = applyErr.Commit.String()
 		}
 		if applyErr.Table.Name != "" {
 			at.Table = applyErr.Table.String()
 		}
+	}
+	var rowErr *gauss.UnavailableRowError
+	if errors.As(err, &rowErr) {
+		at.Xid, at.LSN, at.Table = rowErr.Xid, rowErr.LSN.String(), rowErr.Table.String()
 	}
 	n.PipelineStopped(strings.ReplaceAll(err.Error(), "\n", " "), at)
 }

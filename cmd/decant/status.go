@@ -67,8 +67,11 @@ func printStatus(w io.Writer, st migrate.Status) {
 		return
 	}
 	commit := "none yet"
-	if st.Checkpoint.CommitTime != nil {
-		commit = fmt.Sprintf("%s (xid %d, committed %s)", st.Checkpoint.CommitLSN, st.Checkpoint.Xid, st.Checkpoint.CommitTime.UTC().Format(time.RFC3339))
+	switch cp := st.Checkpoint; {
+	case cp.CommitTime != nil:
+		commit = fmt.Sprintf("%s (xid %d, committed %s)", cp.CommitLSN, cp.Xid, cp.CommitTime.UTC().Format(time.RFC3339))
+	case cp.Xid != 0: // a source that sends no commit time (GaussDB without include-timestamp)
+		commit = fmt.Sprintf("%s (xid %d)", cp.CommitLSN, cp.Xid)
 	}
 	fmt.Fprintf(w, "checkpoint     resume at %s, last applied commit %s, written %s\n",
 		st.Checkpoint.EndLSN, commit, st.Checkpoint.AppliedTime.UTC().Format(time.RFC3339))

@@ -292,7 +292,7 @@ func waitApplied(ctx context.Context, bin, srcDSN, tgtDSN, xid string, timeout t
 		}
 		var st struct {
 			Checkpoint struct {
-				Xid uint32 `json:"xid"`
+				Xid uint64 `json:"xid"`
 			} `json:"checkpoint"`
 		}
 		if err := json.Unmarshal(out, &st); err != nil {

@@ -67,7 +67,7 @@ func TestLiteralsRoundTrip(t *testing.T) {
 	single = append(single, mk(source.OpUpdate, 5), mk(source.OpInsert, 301))
 	commit := source.LSN(200)
 	for _, changes := range [][]source.Change{inserts, updates, single} {
-		txn := &source.Txn{Xid: uint32(commit), Commit: commit}
+		txn := &source.Txn{Xid: uint64(commit), Commit: commit}
 		if err := target.Apply(ctx, txn, changes); err != nil {
 			t.Fatal(err)
 		}

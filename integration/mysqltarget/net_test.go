@@ -126,7 +126,7 @@ func (f *netFixture) apply(t *testing.T, txns [][]source.Change, commit source.L
 	ctx := t.Context()
 	var last *source.Txn
 	for i, changes := range txns {
-		last = &source.Txn{Xid: uint32(commit) + uint32(i), Commit: commit + source.LSN(i)}
+		last = &source.Txn{Xid: uint64(commit) + uint64(i), Commit: commit + source.LSN(i)}
 		if err := f.target.Apply(ctx, last, changes); err != nil {
 			f.target.Rollback(ctx)
 			return err

@@ -175,8 +175,8 @@ func traceEvents(events []pgoutput.Event) []string {
 // stream: the trace, and the changes each streamed block carried.
 func checkServerEvents(t *testing.T, events []pgoutput.Event, trace []string) {
 	t.Helper()
-	var big, large, gone, kept uint32   // the streamed xids, the subtransactions
-	subs := map[uint32]map[uint32]int{} // streamed xid → sub → inserts
+	var big, large, gone, kept uint64   // the streamed xids, the subtransactions
+	subs := map[uint64]map[uint64]int{} // streamed xid → sub → inserts
 	var ddls []pgoutput.Event
 	var firsts, blocks int
 	prepared := map[string]*source.Txn{} // GID → Begin Prepare's or Stream Prepare's Txn
@@ -210,7 +210,7 @@ func checkServerEvents(t *testing.T, events []pgoutput.Event, trace []string) {
 			ddls = append(ddls, ev)
 		case ev.Kind == pgoutput.EventChange && ev.Xid != 0:
 			if subs[ev.Xid] == nil {
-				subs[ev.Xid] = map[uint32]int{}
+				subs[ev.Xid] = map[uint64]int{}
 			}
 			subs[ev.Xid][ev.Change.Sub]++
 			if id := string(ev.Change.New[0].Data); id == "2501" && ev.Change.Op == source.OpInsert {
@@ -242,11 +242,11 @@ func checkServerEvents(t *testing.T, events []pgoutput.Event, trace []string) {
 	if gone == big || kept == big || kept == gone {
 		t.Errorf("xid %d, rolled-back subtransaction %d, released %d: not distinct", big, gone, kept)
 	}
-	wantBig := map[uint32]int{big: 4900, kept: 100, gone: subs[big][gone]}
+	wantBig := map[uint64]int{big: 4900, kept: 100, gone: subs[big][gone]}
 	if !reflect.DeepEqual(subs[big], wantBig) || subs[big][gone] == 0 || subs[big][gone] > 1000 {
 		t.Errorf("inserts of xid %d by subtransaction: %v, want %v with 1 to 1000 of the rolled-back %d", big, subs[big], wantBig, gone)
 	}
-	if want := map[uint32]int{large: 3000}; !reflect.DeepEqual(subs[large], want) {
+	if want := map[uint64]int{large: 3000}; !reflect.DeepEqual(subs[large], want) {
 		t.Errorf("inserts of xid %d by subtransaction: %v, want %v", large, subs[large], want)
 	}
 	// pgoutput labels a streamed logical decoding message with the

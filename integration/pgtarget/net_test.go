@@ -137,13 +137,13 @@ func TestNetMatchesPlain(t *testing.T) {
 		t.Helper()
 		for _, tg := range []*pg.Target{net, plain} {
 			for i, ch := range changes {
-				txn := &source.Txn{Xid: uint32(lsn) + uint32(i), Commit: lsn + source.LSN(i)}
+				txn := &source.Txn{Xid: uint64(lsn) + uint64(i), Commit: lsn + source.LSN(i)}
 				if err := tg.Apply(ctx, txn, slices.Clone(ch)); err != nil {
 					t.Fatalf("Apply: %v", err)
 				}
 			}
 			end := lsn + source.LSN(len(changes))
-			if err := tg.Commit(ctx, checkpoint.Row{Pipeline: "p", SystemID: "1", Commit: end - 1, End: end, Xid: uint32(end - 1)}); err != nil {
+			if err := tg.Commit(ctx, checkpoint.Row{Pipeline: "p", SystemID: "1", Commit: end - 1, End: end, Xid: uint64(end - 1)}); err != nil {
 				t.Fatalf("Commit: %v", err)
 			}
 		}

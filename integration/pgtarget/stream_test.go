@@ -19,14 +19,14 @@ import (
 // through the recording proxy (see target_test.go).
 
 // inSub puts changes in (sub)transaction sub.
-func inSub(sub uint32, changes ...source.Change) []source.Change {
+func inSub(sub uint64, changes ...source.Change) []source.Change {
 	for i := range changes {
 		changes[i].Sub = sub
 	}
 	return changes
 }
 
-func streamedTxn(xid uint32) *source.Txn { return &source.Txn{Xid: xid, Streamed: true} }
+func streamedTxn(xid uint64) *source.Txn { return &source.Txn{Xid: xid, Streamed: true} }
 
 func insertRows(rel *source.Relation, from, to int, v string) []source.Change {
 	var out []source.Change
@@ -48,7 +48,7 @@ func TestStreamTarget(t *testing.T) {
 				t.Fatalf("StreamApply: %v", err)
 			}
 		}
-		abort := func(sub uint32) {
+		abort := func(sub uint64) {
 			t.Helper()
 			if err := f.target.StreamAbort(f.ctx, 500, sub); err != nil {
 				t.Fatalf("StreamAbort(%d): %v", sub, err)

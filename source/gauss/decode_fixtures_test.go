@@ -85,6 +85,12 @@ var (
 	exCommitBare = gauss.Record{Kind: gauss.KindCommit, LSN: 0xCFE5E68}
 	exRowno      = gauss.Record{Kind: gauss.KindInsert, LSN: 0xD000100, Schema: "public", Table: "t2",
 		New: []gauss.Column{val("c1", 23, "7"), {Name: "rowno", Type: 20, Rowno: true, RowNo: 42}}}
+
+	// A 64-bit xid (2^32 + 100) and compressed heap tuples (no column).
+	exBeginXid64  = gauss.Record{Kind: gauss.KindBegin, LSN: 0xCFE5C80, CSN: 2357, FirstLSN: 0xCFE5C80, Xid: 1<<32 + 100, HasXid: true}
+	exCommitXid64 = gauss.Record{Kind: gauss.KindCommit, LSN: 0xCFE5E68, Xid: 1<<32 + 100, HasXid: true}
+	exInsertCmpr  = gauss.Record{Kind: gauss.KindInsert, LSN: 0xCFE5D40, Schema: "public", Table: "t1", New: []gauss.Column{}}
+	exDeleteCmpr  = gauss.Record{Kind: gauss.KindDelete, LSN: 0xCFE5E20, Schema: "public", Table: "t1", Old: []gauss.Column{}}
 )
 
 // readHex reads a testdata hex file: hexdump -C style lines (an offset,
@@ -205,6 +211,10 @@ func TestBinaryFixtures(t *testing.T) {
 		{"bin_commit_xid", binB, []gauss.Record{exCommitX}},
 		{"bin_commit_bare", binB, []gauss.Record{exCommitBare}},
 		{"bin_rowno", binB, []gauss.Record{exRowno}},
+		{"bin_begin_xid64", binB, []gauss.Record{exBeginXid64}},
+		{"bin_commit_xid64", binB, []gauss.Record{exCommitXid64}},
+		{"bin_insert_compressed", binB, []gauss.Record{exInsertCmpr}},
+		{"bin_delete_compressed", binB, []gauss.Record{exDeleteCmpr}},
 		{"bin_batch", binP, []gauss.Record{exBeginGauss, exInsert1, exInsert2, exUpdate, exDelete, exCommitXT}},
 	} {
 		t.Run(fx.file, func(t *testing.T) {

@@ -12,7 +12,9 @@ import "fmt"
 // table_name is quote_qualified_identifier output; column names are
 // quote_identifier-ed. The columns_* arrays are the new tuple (empty for
 // DELETE), old_keys_* the old key (empty when none was logged), so an
-// INSERT or UPDATE always has a non-nil New and Old is nil when empty.
+// INSERT or UPDATE always has a non-nil New, a DELETE a non-nil Old, and
+// an UPDATE's Old is nil when empty. An empty New (or a DELETE's empty
+// Old) is a row the server left out, compressed (unavailable.go).
 
 // jsonRecord decodes the JSON object in p[start:end]: a DDL wrapper, or a
 // DML object when dml is set.
@@ -71,7 +73,7 @@ func jsonDML(f Format, doc *jsonValue) (Record, error) {
 	if rec.Kind != KindDelete {
 		rec.New = cur
 	}
-	if len(old) > 0 {
+	if len(old) > 0 || rec.Kind == KindDelete {
 		rec.Old = old
 	}
 	return rec, nil

@@ -29,12 +29,17 @@ type stream struct {
 	// changes; nil unless DDL decoding is on and the target stores them.
 	catalog *Catalog
 
-	txn      *source.Txn // open transaction (BEGIN seen)
-	reported uint64      // last position sent in a status update
-	sentAt   time.Time
-	lastData time.Time      // last payload or position message
-	askedPos time.Time      // last request for a position message
-	sql      *pgconn.PgConn // for position requests, opened on first need
+	txn *source.Txn // open transaction (BEGIN seen)
+	// unavailable is the first change of the open transaction that came
+	// without its row: the transaction is not handed over, and its
+	// COMMIT, which may bring the xid, ends the stream with it.
+	unavailable *UnavailableRowError
+	payloadAt   source.LSN // dataStart of the payload being handled
+	reported    uint64     // last position sent in a status update
+	sentAt      time.Time
+	lastData    time.Time      // last payload or position message
+	askedPos    time.Time      // last request for a position message
+	sql         *pgconn.PgConn // for position requests, opened on first need
 }
 
 func newStream(r *Reader, conn *pgconn.PgConn, req source.StreamRequest, out chan<- source.Chunk) *stream {
@@ -175,7 +180,7 @@ func (s *stream) copyData(ctx context.Context, data []byte) error {
 		if err != nil {
 			return fmt.Errorf("decode payload at %s: %w", start, err)
 		}
-		s.lastData = time.Now()
+		s.lastData, s.payloadAt = time.Now(), start
 		for i := range recs {
 			if err := s.record(ctx, &recs[i]); err != nil {
 				return err
@@ -193,12 +198,23 @@ func (s *stream) record(ctx context.Context, r *Record) error {
 		if s.txn != nil {
 			return fmt.Errorf("BEGIN (CSN %d) inside an open transaction", r.CSN)
 		}
-		s.txn = &source.Txn{Xid: uint32(r.Xid), CSN: r.CSN, ByCSN: s.r.cfg.Options.CSNOrder(), CommitTime: parseTime(r.Time)}
+		s.txn = &source.Txn{Xid: r.Xid, CSN: r.CSN, ByCSN: s.r.cfg.Options.CSNOrder(), CommitTime: parseTime(r.Time)}
 		s.spool.Xid, s.spool.Begin = s.txn.Xid, max(r.FirstLSN, r.LSN)
+		s.unavailable = nil
 		return s.spool.Reset()
 	case KindInsert, KindUpdate, KindDelete:
 		if s.txn == nil {
 			return fmt.Errorf("%s of %s.%s outside a transaction", r.Kind, r.Schema, r.Table)
+		}
+		if s.unavailable != nil {
+			return nil // the transaction is not handed over
+		}
+		if u := unavailableRow(s.format, r); u != nil {
+			if u.LSN == 0 {
+				u.LSN = s.payloadAt
+			}
+			u.Pipeline, s.unavailable = s.r.cfg.Slot, u
+			return s.spool.Reset()
 		}
 		c, err := s.rels.change(r)
 		if err != nil {
@@ -284,13 +300,6 @@ func (s *stream) ddl(r *Record) error {
 	return s.spool.Add(c)
 }
 
-func (s *stream) txnXid() uint32 {
-	if s.txn == nil {
-		return 0
-	}
-	return s.txn.Xid
-}
-
 // commit places the transaction at its commit position and hands it over.
 // Formats whose COMMIT carries the end of the commit record resume right
 // after it; parallel text and JSON without batching only give the commit
@@ -303,7 +312,11 @@ func (s *stream) commit(ctx context.Context, r *Record) error {
 	}
 	s.txn = nil
 	if r.HasXid {
-		txn.Xid = uint32(r.Xid)
+		txn.Xid = r.Xid
+	}
+	if u := s.unavailable; u != nil {
+		s.unavailable, u.Xid = nil, txn.Xid
+		return u
 	}
 	if r.CSN != 0 && txn.CSN == 0 {
 		txn.CSN = r.CSN

@@ -38,7 +38,7 @@ type streamTxn struct {
 
 // heldTxn is a prepared transaction awaiting COMMIT or ROLLBACK PREPARED.
 type heldTxn struct {
-	xid     uint32
+	xid     uint64
 	prepare source.LSN    // the PREPARE record's position
 	spool   *source.Spool // its changes; nil when applied as a stream (immediate)
 	stream  *source.Txn   // immediate mode: the streamed transaction left open on the target
@@ -61,7 +61,7 @@ type assembler struct {
 	curTotal int
 	hint     int
 	holding  *heldTxn // Begin Prepare seen: changes go to its spool
-	streams  map[uint32]*streamTxn
+	streams  map[uint64]*streamTxn
 	prepared map[string]*heldTxn // by GID
 }
 
@@ -72,7 +72,7 @@ func newAssembler(cfg Config) *assembler {
 		usage:     cfg.Spill,
 		dir:       cfg.SpillDir,
 		prefix:    spillPrefix(cfg.Slot),
-		streams:   map[uint32]*streamTxn{},
+		streams:   map[uint64]*streamTxn{},
 		prepared:  map[string]*heldTxn{},
 	}
 }
@@ -81,7 +81,7 @@ func newAssembler(cfg Config) *assembler {
 // a killed run left.
 func spillPrefix(slot string) string { return "decant-" + slot + "-" }
 
-func (a *assembler) newSpool(xid uint32) *source.Spool {
+func (a *assembler) newSpool(xid uint64) *source.Spool {
 	return &source.Spool{Dir: a.dir, Prefix: a.prefix, Budget: a.budget, Xid: xid, Usage: a.usage}
 }
 

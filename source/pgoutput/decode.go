@@ -72,10 +72,10 @@ type Event struct {
 	// about, and for a change inside a stream block the streamed
 	// transaction it belongs to (Change.Sub then holds the subtransaction
 	// xid the change carried). 0 for protocol 1's events.
-	Xid uint32
+	Xid uint64
 	// Sub is the transaction a Stream Abort rolls back: Xid itself, or one
 	// of its subtransactions (ROLLBACK TO SAVEPOINT).
-	Sub uint32
+	Sub uint64
 	// First marks a Stream Start that opens the first block of Xid.
 	First bool
 	// GID is the transaction identifier given to PREPARE TRANSACTION.
@@ -103,8 +103,8 @@ type Decoder struct {
 	// the consumer's business, and a decoder started mid-way through a
 	// streamed transaction must accept its later blocks.
 	inStream bool
-	stream   uint32
-	origins  map[uint32]string
+	stream   uint64
+	origins  map[uint64]string
 
 	arena arena // where decoded rows live
 }
@@ -242,7 +242,7 @@ func (d *Decoder) data(msg pglogrepl.Message, kind byte, size int) (Event, error
 // the error it stands for. Inside a stream block the data messages carry
 // the xid of their (sub)transaction after the type byte; pglogrepl.ParseV2
 // reads it, and parse returns it as xid.
-func parse(data []byte, inStream bool) (msg pglogrepl.Message, xid uint32, err error) {
+func parse(data []byte, inStream bool) (msg pglogrepl.Message, xid uint64, err error) {
 	if err := checkLengths(data, inStream); err != nil {
 		return nil, 0, err
 	}
@@ -265,31 +265,31 @@ func parse(data []byte, inStream bool) (msg pglogrepl.Message, xid uint32, err e
 
 // unwrapV2 returns the protocol 1 message inside one of ParseV2's, and the
 // xid it carried.
-func unwrapV2(msg pglogrepl.Message) (pglogrepl.Message, uint32) {
+func unwrapV2(msg pglogrepl.Message) (pglogrepl.Message, uint64) {
 	switch m := msg.(type) {
 	case *pglogrepl.RelationMessageV2:
-		return &m.RelationMessage, m.Xid
+		return &m.RelationMessage, uint64(m.Xid)
 	case *pglogrepl.TypeMessageV2:
-		return &m.TypeMessage, m.Xid
+		return &m.TypeMessage, uint64(m.Xid)
 	case *pglogrepl.TruncateMessageV2:
-		return &m.TruncateMessage, m.Xid
+		return &m.TruncateMessage, uint64(m.Xid)
 	case *pglogrepl.LogicalDecodingMessageV2:
-		return &m.LogicalDecodingMessage, m.Xid
+		return &m.LogicalDecodingMessage, uint64(m.Xid)
 	}
 	return msg, 0
 }
 
 func (d *Decoder) begin(m *pglogrepl.BeginMessage) (Event, error) {
-	if err := d.idle("BEGIN", m.Xid); err != nil {
+	if err := d.idle("BEGIN", uint64(m.Xid)); err != nil {
 		return Event{}, err
 	}
-	d.txn = &source.Txn{Xid: m.Xid, Commit: source.LSN(m.FinalLSN), CommitTime: m.CommitTime}
+	d.txn = &source.Txn{Xid: uint64(m.Xid), Commit: source.LSN(m.FinalLSN), CommitTime: m.CommitTime}
 	return Event{Kind: EventBegin, Txn: d.txn}, nil
 }
 
 // idle checks that what opens a transaction or a stream block, or ends a
 // streamed or prepared one, arrives between transactions and blocks.
-func (d *Decoder) idle(what string, xid uint32) error {
+func (d *Decoder) idle(what string, xid uint64) error {
 	if d.txn != nil {
 		return fmt.Errorf("%w: %s of xid %d inside open xid %d", ErrMalformed, what, xid, d.txn.Xid)
 	}
@@ -319,7 +319,7 @@ func (d *Decoder) commit(m *pglogrepl.CommitMessage) (Event, error) {
 
 // endsAfter checks that a transaction's end position lies past its commit
 // (or prepare) record.
-func endsAfter(what string, xid uint32, end, commit source.LSN) error {
+func endsAfter(what string, xid uint64, end, commit source.LSN) error {
 	if end <= commit {
 		return fmt.Errorf("%w: %s of xid %d ends at %s, not after its commit %s", ErrMalformed, what, xid, end, commit)
 	}
@@ -332,7 +332,7 @@ func (d *Decoder) origin(m *pglogrepl.OriginMessage) (Event, error) {
 	switch {
 	case d.inStream:
 		if d.origins == nil {
-			d.origins = map[uint32]string{}
+			d.origins = map[uint64]string{}
 		}
 		d.origins[d.stream] = m.Name
 	case d.txn != nil:
@@ -360,7 +360,7 @@ func (d *Decoder) relation(m *pglogrepl.RelationMessage) *source.Relation {
 
 // current returns the transaction a data message belongs to: the top-level
 // xid of the stream block, else the open transaction's.
-func (d *Decoder) current() (xid uint32, ok bool) {
+func (d *Decoder) current() (xid uint64, ok bool) {
 	switch {
 	case d.inStream:
 		return d.stream, true
@@ -573,13 +573,13 @@ func checkLengths(data []byte, inStream bool) error {
 // streamStart is Stream Start ('S'): Int32 xid, Int8 1 for the first block
 // of the transaction, else 0.
 type streamStart struct {
-	xid   uint32
+	xid   uint64
 	first bool
 }
 
 func parseStreamStart(data []byte) (streamStart, error) {
 	r := fields{data: data, off: 1}
-	m := streamStart{xid: r.u32()}
+	m := streamStart{xid: r.xid()}
 	first := r.u8()
 	if err := r.end(); err != nil {
 		return streamStart{}, err
@@ -600,14 +600,14 @@ func parseStreamStop(data []byte) error {
 // streamCommit is Stream Commit ('c'): Int32 xid, Int8 flags, Int64 commit
 // LSN, Int64 end LSN, Int64 commit time.
 type streamCommit struct {
-	xid         uint32
+	xid         uint64
 	commit, end source.LSN
 	at          time.Time
 }
 
 func parseStreamCommit(data []byte) (streamCommit, error) {
 	r := fields{data: data, off: 1}
-	m := streamCommit{xid: r.u32()}
+	m := streamCommit{xid: r.xid()}
 	r.u8() // flags
 	m.commit, m.end, m.at = r.lsn(), r.lsn(), r.time()
 	if err := r.end(); err != nil {
@@ -620,11 +620,11 @@ func parseStreamCommit(data []byte) (streamCommit, error) {
 // subtransaction (xid itself for the whole transaction); from protocol 4,
 // when the subscriber asked for streaming = parallel, also Int64 abort LSN
 // and Int64 abort time, which decant does not use.
-type streamAbort struct{ xid, sub uint32 }
+type streamAbort struct{ xid, sub uint64 }
 
 func parseStreamAbort(data []byte, v4 bool) (streamAbort, error) {
 	r := fields{data: data, off: 1}
-	m := streamAbort{xid: r.u32(), sub: r.u32()}
+	m := streamAbort{xid: r.xid(), sub: r.xid()}
 	if v4 && len(data) == 1+4+4+8+8 {
 		r.lsn()
 		r.time()
@@ -642,7 +642,7 @@ func parseStreamAbort(data []byte, v4 bool) (streamAbort, error) {
 type txnRecord struct {
 	lsn, end source.LSN
 	at       time.Time
-	xid      uint32
+	xid      uint64
 	gid      string
 }
 
@@ -651,7 +651,7 @@ func parseTxnRecord(data []byte, flags bool) (txnRecord, error) {
 	if flags {
 		r.u8()
 	}
-	m := txnRecord{lsn: r.lsn(), end: r.lsn(), at: r.time(), xid: r.u32(), gid: r.str()}
+	m := txnRecord{lsn: r.lsn(), end: r.lsn(), at: r.time(), xid: r.xid(), gid: r.str()}
 	if err := r.end(); err != nil {
 		return txnRecord{}, err
 	}
@@ -663,7 +663,7 @@ func parseTxnRecord(data []byte, flags bool) (txnRecord, error) {
 // rollback time, Int32 xid, String GID.
 type rollbackPrepared struct {
 	end source.LSN // of the rollback
-	xid uint32
+	xid uint64
 	gid string
 }
 
@@ -674,7 +674,7 @@ func parseRollbackPrepared(data []byte) (rollbackPrepared, error) {
 	end := r.lsn()
 	r.time() // prepare time
 	r.time() // rollback time
-	m := rollbackPrepared{end: end, xid: r.u32(), gid: r.str()}
+	m := rollbackPrepared{end: end, xid: r.xid(), gid: r.str()}
 	if err := r.end(); err != nil {
 		return rollbackPrepared{}, err
 	}
@@ -699,12 +699,17 @@ func (r *fields) next(n int) []byte {
 	return b
 }
 
-func (r *fields) u8() byte          { return r.next(1)[0] }
-func (r *fields) u32() uint32       { return binary.BigEndian.Uint32(r.next(4)) }
+func (r *fields) u8() byte    { return r.next(1)[0] }
+func (r *fields) u32() uint32 { return binary.BigEndian.Uint32(r.next(4)) }
+
 func (r *fields) lsn() source.LSN   { return source.LSN(binary.BigEndian.Uint64(r.next(8))) }
 func (r *fields) micros() int64     { return int64(binary.BigEndian.Uint64(r.next(8))) }
 func (r *fields) time() time.Time   { return pgTime(r.micros()) }
 func (r *fields) remaining() []byte { return r.data[min(r.off, len(r.data)):] }
+
+// xid reads an Int32 transaction id, widened: decant keeps xids in 64 bits
+// for the sources whose xids are (GaussDB, openGauss).
+func (r *fields) xid() uint64 { return uint64(r.u32()) }
 
 // str reads a NUL-terminated string.
 func (r *fields) str() string {

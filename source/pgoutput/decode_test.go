@@ -237,7 +237,7 @@ func TestDecodeBeginCommit(t *testing.T) {
 			if ev.Txn == nil {
 				t.Fatal("BEGIN gave no Txn")
 			}
-			if ev.Txn.Xid != tt.xid || ev.Txn.Commit != tt.final || ev.Txn.Origin != "" {
+			if ev.Txn.Xid != uint64(tt.xid) || ev.Txn.Commit != tt.final || ev.Txn.Origin != "" {
 				t.Errorf("Txn = %+v, want xid %d commit %s and no origin", *ev.Txn, tt.xid, tt.final)
 			}
 			if !ev.Txn.CommitTime.Equal(tt.at) {
@@ -267,7 +267,7 @@ func TestDecodeBeginCommit(t *testing.T) {
 			}
 			// The next transaction may begin.
 			ev = mustDecode(t, d, beginMsg(tt.end+8, tt.at, tt.xid+1))
-			if ev.Kind != EventBegin || ev.Txn == txn || ev.Txn.Xid != tt.xid+1 {
+			if ev.Kind != EventBegin || ev.Txn == txn || ev.Txn.Xid != uint64(tt.xid+1) {
 				t.Errorf("second BEGIN gave %+v", ev)
 			}
 		})

@@ -355,7 +355,7 @@ func TestDecodeStreamDDL(t *testing.T) {
 				t.Errorf("event kind %d, want %d", ev.Kind, tt.kind)
 			}
 			if ev.Kind == EventChange {
-				if ev.Change.Op != source.OpDDL || ev.Xid != xid2 || ev.Change.Sub != binary.BigEndian.Uint32(tt.data[1:]) {
+				if ev.Change.Op != source.OpDDL || ev.Xid != xid2 || ev.Change.Sub != uint64(binary.BigEndian.Uint32(tt.data[1:])) {
 					t.Errorf("change op %s xid %d sub %d", ev.Change.Op, ev.Xid, ev.Change.Sub)
 				}
 				if !reflect.DeepEqual(ev.Change.DDL, itemsDDL) {

@@ -76,7 +76,7 @@ func (a *arena) row(n int) []source.Value {
 
 // rowChange decodes an Insert, Update or Delete message. sub is the xid
 // a message inside a stream block carries.
-func (d *Decoder) rowChange(data []byte) (ev Event, sub uint32, err error) {
+func (d *Decoder) rowChange(data []byte) (ev Event, sub uint64, err error) {
 	kind := data[0]
 	op := source.OpInsert
 	switch kind {
@@ -87,7 +87,7 @@ func (d *Decoder) rowChange(data []byte) (ev Event, sub uint32, err error) {
 	}
 	h := fields{data: data, off: 1}
 	if d.inStream {
-		sub = h.u32()
+		sub = h.xid()
 	}
 	relID := h.u32()
 	if h.short {

@@ -154,12 +154,16 @@ func (g gen) change() gauss.Record {
 		names = plainNames // printed raw: no spaces
 	}
 	r.Schema, r.Table = g.pick(names), g.pick(names)
-	// A missing new tuple cannot be told from an empty one in JSON.
+	// A missing tuple cannot be told from an empty one in JSON: a
+	// DELETE's old tuple is always there, possibly empty.
 	jsonish := g.f.Style == 'j' || g.f.Style == 'm'
 	if r.Kind != gauss.KindDelete && (jsonish || !g.chance(6)) {
 		r.New = g.columns(0)
 	}
-	if r.Kind != gauss.KindInsert && !g.chance(3) {
+	switch {
+	case r.Kind == gauss.KindDelete && jsonish:
+		r.Old = g.columns(0)
+	case r.Kind != gauss.KindInsert && !g.chance(3):
 		r.Old = g.columns(1)
 	}
 	return r
