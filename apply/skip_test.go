@@ -64,7 +64,7 @@ func (p *Pipeline) withTarget(tgt Target) *Pipeline {
 }
 
 // twoTables is a transaction of three changes to two tables, in two chunks.
-func twoTables(xid uint32, commit source.LSN) []source.Chunk {
+func twoTables(xid uint64, commit source.LSN) []source.Chunk {
 	txn := &source.Txn{Xid: xid, Commit: commit}
 	return []source.Chunk{
 		{Txn: txn, Changes: []source.Change{{Op: source.OpInsert, Rel: relA}, {Op: source.OpUpdate, Rel: relB}}},

@@ -28,7 +28,7 @@ import (
 type Skip struct {
 	Pipeline   string
 	Commit     source.LSN
-	Xid        uint32 // 0 when not known
+	Xid        uint64 // 0 when not known
 	CommitTime time.Time
 	// Tables and Changes: what the transaction held (once skipped).
 	Tables  []string
@@ -182,8 +182,8 @@ func (s Skip) XidArg() any {
 }
 
 // ScanMySQLSkip fills s from a MySQLSkipsRead row's values.
-func ScanMySQLSkip(s *Skip, commit uint64, xid sql.NullInt64, commitTime, tables sql.NullString, changes sql.NullInt64, errText, stopped, requested, skipped sql.NullString) {
-	s.Commit, s.Xid, s.Changes, s.Error = source.LSN(commit), uint32(xid.Int64), changes.Int64, errText.String
+func ScanMySQLSkip(s *Skip, commit uint64, xid sql.Null[uint64], commitTime, tables sql.NullString, changes sql.NullInt64, errText, stopped, requested, skipped sql.NullString) {
+	s.Commit, s.Xid, s.Changes, s.Error = source.LSN(commit), xid.V, changes.Int64, errText.String
 	s.Tables = ParseTables(tables.String)
 	s.CommitTime, s.StoppedAt = mysqlTime(commitTime), mysqlTime(stopped)
 	s.RequestedAt, s.SkippedAt = mysqlTime(requested), mysqlTime(skipped)

@@ -12,7 +12,7 @@ import (
 // SkipRequest is a pending skip as decant skip recorded it.
 type SkipRequest struct {
 	Commit source.LSN
-	Xid    uint32 // 0 when neither given nor recorded by run
+	Xid    uint64 // 0 when neither given nor recorded by run
 	// Error is what run stopped on at Commit, when it recorded that;
 	// StoppedElsewhere is the commit run last stopped on when that is
 	// another one not yet applied (0: none).
@@ -26,7 +26,7 @@ type SkipRequest struct {
 // it is the next transaction to apply; here the request is refused when
 // the target already has it, when another skip is pending, or when run
 // recorded that it stopped at commit with another xid.
-func RequestSkip(ctx context.Context, cfg Config, commit source.LSN, xid uint32) (SkipRequest, error) {
+func RequestSkip(ctx context.Context, cfg Config, commit source.LSN, xid uint64) (SkipRequest, error) {
 	req := SkipRequest{Commit: commit, Xid: xid}
 	if err := cfg.Validate(); err != nil {
 		return req, err
@@ -52,7 +52,7 @@ func RequestSkip(ctx context.Context, cfg Config, commit source.LSN, xid uint32)
 
 // judgeSkipRequest checks a request against the checkpoint cp and the
 // pipeline's rows of decant.skipped not yet skipped.
-func judgeSkipRequest(pipeline string, cp checkpoint.Row, rows []checkpoint.Skip, commit source.LSN, xid uint32) (SkipRequest, error) {
+func judgeSkipRequest(pipeline string, cp checkpoint.Row, rows []checkpoint.Skip, commit source.LSN, xid uint64) (SkipRequest, error) {
 	req := SkipRequest{Commit: commit, Xid: xid, Resume: cp.End}
 	if commit < cp.End {
 		return req, fmt.Errorf("skip commit %s: the target already has it (pipeline %s resumes at %s); give the commit position from the error that stopped run", commit, pipeline, cp.End)
@@ -105,7 +105,7 @@ type SkipStatus struct {
 // SkipInfo is one row of decant.skipped.
 type SkipInfo struct {
 	CommitLSN   string     `json:"commit_lsn"`
-	Xid         uint32     `json:"xid,omitempty"`
+	Xid         uint64     `json:"xid,omitempty"`
 	CommitTime  *time.Time `json:"commit_time,omitempty"`
 	Tables      []string   `json:"tables,omitempty"`
 	Changes     int64      `json:"changes,omitempty"`

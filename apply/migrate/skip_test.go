@@ -18,9 +18,9 @@ func TestJudgeSkipRequest(t *testing.T) {
 		name      string
 		rows      []checkpoint.Skip
 		commit    uint64
-		xid       uint32
+		xid       uint64
 		refused   string
-		wantXid   uint32
+		wantXid   uint64
 		wantError string
 		elsewhere uint64
 	}{

@@ -110,7 +110,8 @@ func readSkips(ctx context.Context, db checkpoint.Querier, pipeline string, n in
 	var out []checkpoint.Skip
 	for rows.Next() {
 		var commit uint64
-		var xid, changes sql.NullInt64
+		var xid sql.Null[uint64]
+		var changes sql.NullInt64
 		var commitTime, tables, errText, stopped, requested, skipped sql.NullString
 		if err := rows.Scan(&commit, &xid, &commitTime, &tables, &changes, &errText, &stopped, &requested, &skipped); err != nil {
 			return nil, fmt.Errorf("read decant_skipped: %w", err)

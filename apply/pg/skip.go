@@ -90,7 +90,7 @@ func readSkips(ctx context.Context, conn *pgx.Conn, pipeline string, n int) ([]c
 	_, err = pgx.ForEachRow(rows, []any{&s.Commit, &xid, &commitTime, &tables, &changes, &errText, &stopped, &requested, &skipped}, func() error {
 		r := checkpoint.Skip{Pipeline: pipeline, Commit: s.Commit}
 		if xid != nil {
-			r.Xid = uint32(*xid)
+			r.Xid = uint64(*xid)
 		}
 		if changes != nil {
 			r.Changes = *changes

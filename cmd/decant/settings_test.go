@@ -35,7 +35,7 @@ func layerValues(fl *pflag.Flag) [3]string {
 			return [3]string{"false", "true", "false"}
 		}
 		return [3]string{"true", "false", "true"}
-	case "int", "int64", "uint32":
+	case "int", "int64", "uint64":
 		return [3]string{"101", "102", "103"}
 	case "duration":
 		return [3]string{"11s", "12s", "13s"}

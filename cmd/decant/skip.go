@@ -12,7 +12,7 @@ import (
 func skipCmd() *cobra.Command {
 	var f flags
 	var lsn string
-	var xid uint32
+	var xid uint64
 	var cancel bool
 	cmd := &cobra.Command{
 		Use:   "skip",
@@ -50,7 +50,7 @@ pending skip. decant status shows a pending skip and the last skipped.`,
 	}
 	addFlags(cmd, &f, false)
 	cmd.Flags().StringVar(&lsn, "lsn", "", "skip: the commit position of the transaction to skip, from the error that stopped run")
-	cmd.Flags().Uint32Var(&xid, "xid", 0, "skip: the transaction's xid, checked against it (from the same error)")
+	cmd.Flags().Uint64Var(&xid, "xid", 0, "skip: the transaction's xid, checked against it (from the same error)")
 	cmd.Flags().BoolVar(&cancel, "cancel", false, "skip: withdraw the pending skip")
 	return cmd
 }

@@ -97,7 +97,7 @@ func printSkips(w io.Writer, s *migrate.SkipStatus) {
 	}
 }
 
-func xidText(xid uint32) string {
+func xidText(xid uint64) string {
 	if xid == 0 {
 		return ""
 	}
