@@ -26,7 +26,7 @@ var metricNames = names(
 	"decant_target_commits_total", "decant_spill_bytes", "decant_spill_files",
 	"decant_slot_wal_status", "decant_slot_retained_wal_bytes", "decant_slot_check_timestamp_seconds",
 	"decant_copy_rows_done", "decant_copy_rows_estimated", "decant_copy_bytes_done",
-	"decant_webhook_events_total", "decant_webhook_queue_length",
+	"decant_webhook_events_total", "decant_webhook_queue_length", "decant_resyncs_total",
 	"decant_target_commit_duration_seconds_bucket", "decant_target_commit_duration_seconds_sum", "decant_target_commit_duration_seconds_count",
 	"decant_batch_transactions_bucket", "decant_batch_transactions_sum", "decant_batch_transactions_count",
 )
