@@ -9,7 +9,10 @@
 // delivered, so a consumer can decide at BEGIN whether it was already applied.
 package source
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Op is what a Change does.
 type Op uint8
@@ -220,3 +223,12 @@ type StreamRequest struct {
 	// while transactions are in flight; it must return at once.
 	WALEnd func(LSN)
 }
+
+// DecantOriginPrefix begins the replication origin of every decant
+// pipeline's PostgreSQL apply sessions (apply/pg.OriginName).
+const DecantOriginPrefix = "decant_"
+
+// IsDecantOrigin reports whether a transaction's origin says a decant
+// pipeline applied it: a reader skips such transactions, so that two
+// pipelines in opposite directions never send a change back.
+func IsDecantOrigin(origin string) bool { return strings.HasPrefix(origin, DecantOriginPrefix) }

@@ -184,7 +184,8 @@ func ReadStatusGauss(ctx context.Context, cfg Config) (Status, error) {
 }
 
 // DropGauss drops a GaussDB or openGauss pipeline's slot, its recorded
-// table definitions and its checkpoint row.
+// table definitions, the replication origins of a PostgreSQL target and
+// its checkpoint row.
 func DropGauss(ctx context.Context, cfg Config) (Dropped, error) {
 	var d Dropped
 	e, err := newEnv(cfg)
@@ -205,6 +206,9 @@ func DropGauss(ctx context.Context, cfg Config) (Dropped, error) {
 		return d, err
 	}
 	if err := tgt.ForgetSchema(ctx); err != nil {
+		return d, err
+	}
+	if d.Origins, err = dropOrigins(ctx, tgt); err != nil {
 		return d, err
 	}
 	d.Checkpoint, err = tgt.DeleteCheckpoint(ctx, cfg.Pipeline)

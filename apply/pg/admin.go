@@ -303,3 +303,9 @@ const outsideRefSQL = `WITH RECURSIVE tree(oid) AS (
 	LIMIT 1`
 
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// DropOrigins removes the pipeline's replication origins (origin.go) and
+// says how many there were.
+func (a *Admin) DropOrigins(ctx context.Context) (int, error) {
+	return DropOrigins(ctx, a.conn, a.cfg.Pipeline)
+}

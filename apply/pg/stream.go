@@ -41,6 +41,10 @@ func (t *Target) openStream(ctx context.Context) (streamWriter, error) {
 	if err := w.connect(ctx); err != nil {
 		return streamWriter{}, err
 	}
+	if err := w.setupStreamOrigin(ctx); err != nil {
+		w.Close(ctx)
+		return streamWriter{}, err
+	}
 	return streamWriter{w}, nil
 }
 

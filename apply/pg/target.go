@@ -65,10 +65,11 @@ type Target struct {
 	last   *plan                       // plan of the previous change: rows come in runs
 	stmts  map[string]string           // SQL → prepared statement name
 
-	inTx  bool
-	batch batch
-	run   insertRun
-	args  [][]byte // scratch parameter list, reused row after row
+	inTx      bool
+	originSet bool // the session carries the pipeline's replication origin (origin.go)
+	batch     batch
+	run       insertRun
+	args      [][]byte // scratch parameter list, reused row after row
 
 	// A window of net changes (net.go) and when not to gather one.
 	net    apply.Net[*plan]
@@ -120,6 +121,9 @@ func (t *Target) Open(ctx context.Context) (checkpoint.Row, error) {
 		}
 	}
 	if err := t.fence(ctx); err != nil {
+		return checkpoint.Row{}, err
+	}
+	if err := t.setupOrigin(ctx); err != nil {
 		return checkpoint.Row{}, err
 	}
 	var cp checkpoint.Row
@@ -191,7 +195,7 @@ func (t *Target) connect(ctx context.Context) error {
 		conn.Close(ctx)
 		return err
 	}
-	t.conn = conn
+	t.conn, t.originSet = conn, false
 	t.forgetTables()
 	t.stmts = map[string]string{}
 	return nil

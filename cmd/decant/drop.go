@@ -16,7 +16,8 @@ func dropCmd() *cobra.Command {
 		Short: "Remove the pipeline's slot, publication and checkpoint row",
 		Long: `Drops the pipeline's slot (refused while decant run uses it), its
 publication and append-only publication, its DDL capture, the table definitions and copy state it keeps
-on the target, and its checkpoint row. A GaussDB or openGauss pipeline has
+on the target, the replication origins its apply sessions use on a
+PostgreSQL target, and its checkpoint row. A GaussDB or openGauss pipeline has
 a slot, definitions and a checkpoint row only.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := f.load(cmd)
@@ -41,8 +42,8 @@ a slot, definitions and a checkpoint row only.`,
 			if err != nil {
 				return err
 			}
-			fmt.Printf("pipeline %s: slot %s, publication %s, append-only publication %s, checkpoint %s\n",
-				c.Pipeline, done(d.Slot), done(d.Publication), done(d.AppendOnlyPublication), done(d.Checkpoint))
+			fmt.Printf("pipeline %s: slot %s, publication %s, append-only publication %s, checkpoint %s, replication origins dropped: %d\n",
+				c.Pipeline, done(d.Slot), done(d.Publication), done(d.AppendOnlyPublication), done(d.Checkpoint), d.Origins)
 			return nil
 		},
 	}

@@ -326,6 +326,19 @@ func endsAfter(what string, xid uint64, end, commit source.LSN) error {
 	return nil
 }
 
+// Origin is the replication origin of the transaction the next change
+// belongs to: the open one, or in a stream block the streamed one; "" for
+// none.
+func (d *Decoder) Origin() string {
+	if d.inStream {
+		return d.origins[d.stream]
+	}
+	if d.txn != nil {
+		return d.txn.Origin
+	}
+	return ""
+}
+
 // origin records the replication origin of the open transaction, or in a
 // stream block of the streamed one (sent in its first block only).
 func (d *Decoder) origin(m *pglogrepl.OriginMessage) (Event, error) {

@@ -291,7 +291,13 @@ func TestDecodeOrigin(t *testing.T) {
 			if txn.Origin != tt.origin {
 				t.Errorf("Txn.Origin = %q, want %q", txn.Origin, tt.origin)
 			}
+			if got := d.Origin(); got != tt.origin {
+				t.Errorf("Decoder.Origin() inside the transaction = %q, want %q", got, tt.origin)
+			}
 			ev = mustDecode(t, d, commitTxn())
+			if got := d.Origin(); got != "" {
+				t.Errorf("Decoder.Origin() after COMMIT = %q, want none", got)
+			}
 			if ev.Txn.Origin != tt.origin {
 				t.Errorf("committed Txn.Origin = %q, want %q", ev.Txn.Origin, tt.origin)
 			}

@@ -303,6 +303,15 @@ func TestDecodeStreamedTransactions(t *testing.T) {
 			if d.InStream() != s.inStream || d.InTxn() != wantTxn {
 				t.Errorf("InStream() %v InTxn() %v, want %v %v", d.InStream(), d.InTxn(), s.inStream, wantTxn)
 			}
+			// Only xid3's changes come with its origin, which skipping
+			// decant's own transactions goes by.
+			want := ""
+			if ev.Xid == xid3 {
+				want = "upstream"
+			}
+			if ev.Kind == EventChange && d.Origin() != want {
+				t.Errorf("Origin() = %q at a change of xid %d, want %q", d.Origin(), ev.Xid, want)
+			}
 			if ev.Kind == EventChange && ev.Change.Op == source.OpDDL && !reflect.DeepEqual(ev.Change.DDL, itemsDDL) {
 				t.Errorf("DDL %s", renderDDL(ev.Change.DDL))
 			}

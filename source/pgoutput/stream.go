@@ -167,7 +167,7 @@ func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<
 	if err != nil {
 		return err
 	}
-	proto, err := r.protocol(ctx, conn)
+	proto, version, err := r.protocol(ctx, conn)
 	if err != nil {
 		return err
 	}
@@ -179,6 +179,13 @@ func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<
 	}
 	if proto >= 3 {
 		args = append(args, "two_phase 'on'")
+	}
+	none, err := originNone(ctx, conn, version)
+	if err != nil {
+		return err
+	}
+	if none {
+		args = append(args, "origin 'none'")
 	}
 	if err := pglogrepl.StartReplication(ctx, conn, r.cfg.Slot, pglogrepl.LSN(req.Start),
 		pglogrepl.StartReplicationOptions{PluginArgs: args}); err != nil {
@@ -211,29 +218,46 @@ func (r *Reader) bound() source.Bound {
 // protocol picks the newest pgoutput protocol decant speaks that the
 // server has: 3 (streaming and two-phase) from PostgreSQL 15 when the slot
 // was made for two-phase decoding, 2 (streaming) from 14, else 1.
-func (r *Reader) protocol(ctx context.Context, conn *pgconn.PgConn) (int, error) {
-	var version int
+func (r *Reader) protocol(ctx context.Context, conn *pgconn.PgConn) (proto, version int, err error) {
 	if err := queryOne(ctx, conn, "SHOW server_version_num", func(v string) error {
 		var err error
 		version, err = strconv.Atoi(v)
 		return err
 	}); err != nil {
-		return 0, fmt.Errorf("read the source's version: %w", err)
+		return 0, 0, fmt.Errorf("read the source's version: %w", err)
 	}
 	twoPhase := false
 	if version >= 150000 && !r.cfg.NoTwoPhase {
 		q := fmt.Sprintf(`SELECT two_phase::text FROM pg_replication_slots WHERE slot_name = %s`, quoteLiteral(r.cfg.Slot))
 		if err := queryOne(ctx, conn, q, func(v string) error { twoPhase = v == "true"; return nil }); err != nil {
-			return 0, fmt.Errorf("read slot %s: %w", r.cfg.Slot, err)
+			return 0, 0, fmt.Errorf("read slot %s: %w", r.cfg.Slot, err)
 		}
 	}
 	switch {
 	case twoPhase:
-		return 3, nil
+		return 3, version, nil
 	case version >= 140000:
-		return 2, nil
+		return 2, version, nil
 	}
-	return 1, nil
+	return 1, version, nil
+}
+
+// originNone says whether to have the source filter transactions that
+// carry a replication origin (pgoutput's origin 'none', PostgreSQL 16+),
+// rather than have them sent and skipped here (source.IsDecantOrigin).
+// It would filter every origin, so only where all the source's origins
+// are decant's: the transactions a native subscription applies on the
+// source are replicated as before.
+func originNone(ctx context.Context, conn *pgconn.PgConn, version int) (bool, error) {
+	if version < 160000 {
+		return false, nil
+	}
+	others := false
+	q := fmt.Sprintf(`SELECT count(*) > 0 FROM pg_replication_origin WHERE NOT starts_with(roname, %s)`, quoteLiteral(source.DecantOriginPrefix))
+	if err := queryOne(ctx, conn, q, func(v string) error { others = v == "t" || v == "true"; return nil }); err != nil {
+		return false, fmt.Errorf("read the source's replication origins: %w", err)
+	}
+	return !others, nil
 }
 
 // checkSlot refuses to stream from a slot that belongs to another plugin,

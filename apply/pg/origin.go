@@ -1,0 +1,113 @@
+package pg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/decant/decant/source"
+)
+
+// Replication origins (PostgreSQL's "Replication Progress Tracking"):
+// every transaction a decant apply session commits carries the origin of
+// its pipeline, so that a decant reader of this server, the source of a
+// pipeline in the other direction (decant cutover --reverse), skips it
+// (source.IsDecantOrigin) and never sends a change back where it came
+// from. The main session's origin is OriginName(pipeline); PostgreSQL 15
+// lets one origin be active in one session only, so each session of a
+// streamed transaction takes one of its own, OriginName(pipeline)+".N",
+// the first N not in use.
+
+// OriginName is the replication origin of a pipeline's apply session.
+func OriginName(pipeline string) string { return source.DecantOriginPrefix + pipeline }
+
+// maxStreamOrigins bounds the origins tried for a streamed transaction's
+// session: as many as transactions streamed at once, at most.
+const maxStreamOrigins = 64
+
+// setupOrigin makes the main session's transactions carry the pipeline's
+// origin. It runs after fence: a session given up may still hold it.
+func (t *Target) setupOrigin(ctx context.Context) error {
+	if t.originSet {
+		return nil
+	}
+	name := OriginName(t.cfg.Pipeline)
+	err := t.bound().Do(ctx, "setting up the replication origin", func(ctx context.Context) error {
+		return sessionOrigin(ctx, t.conn, name)
+	})
+	if err != nil {
+		return originError(name, t.cfg.Pipeline, err)
+	}
+	t.originSet = true
+	return nil
+}
+
+// setupStreamOrigin gives a streamed transaction's session the first
+// origin of the pipeline's stream origins that no session holds.
+func (t *Target) setupStreamOrigin(ctx context.Context) error {
+	var err error
+	for n := 1; n <= maxStreamOrigins; n++ {
+		name := OriginName(t.cfg.Pipeline) + "." + strconv.Itoa(n)
+		err = t.bound().Do(ctx, "setting up the replication origin", func(ctx context.Context) error {
+			return sessionOrigin(ctx, t.conn, name)
+		})
+		if !originInUse(err) {
+			if err != nil {
+				return originError(name, t.cfg.Pipeline, err)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("target: all %d replication origins for streamed transactions of pipeline %s are in use: %w", maxStreamOrigins, t.cfg.Pipeline, err)
+}
+
+// sessionOrigin creates origin name if it does not exist yet and sets the
+// session up with it.
+func sessionOrigin(ctx context.Context, conn *pgx.Conn, name string) error {
+	_, err := conn.Exec(ctx, `SELECT pg_replication_origin_create($1) WHERE pg_replication_origin_oid($1) IS NULL`, name)
+	if err == nil {
+		_, err = conn.Exec(ctx, `SELECT pg_replication_origin_session_setup($1)`, name)
+	}
+	return err
+}
+
+// originInUse reports PostgreSQL's "replication origin ... is already
+// active for PID ...".
+func originInUse(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55006"
+}
+
+// originError says what keeps the session from taking the origin.
+func originError(name, pipeline string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "42501":
+			return fmt.Errorf("target: set up replication origin %s: permission denied: the target user must be a superuser, or be granted EXECUTE on pg_replication_origin_create, pg_replication_origin_oid and pg_replication_origin_session_setup: %w", name, err)
+		case "55006":
+			return fmt.Errorf("target: replication origin %s is in use by another session: is another decant run applying pipeline %s to this target?: %w", name, pipeline, err)
+		case "53400":
+			return fmt.Errorf("target: set up replication origin %s: no free replication state: raise max_replication_slots on the target: %w", name, err)
+		}
+	}
+	return fmt.Errorf("target: set up replication origin %s: %w", name, err)
+}
+
+// DropOrigins removes the pipeline's replication origins from the target
+// and says how many there were. PostgreSQL refuses while a session holds
+// one: drop runs when no run does.
+func DropOrigins(ctx context.Context, conn *pgx.Conn, pipeline string) (int, error) {
+	name := OriginName(pipeline)
+	var n int
+	err := conn.QueryRow(ctx, `SELECT count(pg_replication_origin_drop(roname)) FROM pg_replication_origin
+		WHERE roname = $1 OR starts_with(roname, $1 || '.')`, name).Scan(&n)
+	if err != nil {
+		return 0, originError(name, pipeline, err)
+	}
+	return n, nil
+}
