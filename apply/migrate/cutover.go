@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -15,6 +16,11 @@ type CutoverOptions struct {
 	// does, with VerifyOptions.
 	Verify        bool
 	VerifyOptions VerifyOptions
+	// Reverse, when set, is the pipeline in the other direction that a
+	// last step sets up (reverse.go): Config's target as its source and
+	// Config's source as its target, and a pipeline name of its own; its
+	// Tables are the forward pipeline's. PostgreSQL targets only.
+	Reverse *Config
 }
 
 // CutoverReport is what cutover found, step by step.
@@ -61,15 +67,33 @@ func (r *CutoverReport) step(name string, run func() (string, []string, error)) 
 // after its commit); catch-up (until the target's checkpoint reaches that
 // position: everything the source committed before the fence is on the
 // target); sequences (each selected table's sequence positions copied to
-// the target); and with Verify, verify. ctx bounds them all. The error is
-// only for a Config that does not validate; a step's failure is in the
-// report.
+// the target); with Verify, verify; and with Reverse, reverse (the
+// pipeline in the other direction, reverse.go). ctx bounds them all. The
+// error is only for a Config that does not validate, or a Reverse that
+// cannot apply (a *UsageError); a step's failure is in the report.
 func Cutover(ctx context.Context, cfg Config, o CutoverOptions) (*CutoverReport, error) {
 	e, err := newEnv(cfg)
 	if err != nil {
 		return nil, err
 	}
+	if o.Reverse != nil {
+		if err := e.checkReverse(*o.Reverse); err != nil {
+			return nil, err
+		}
+	}
 	return e.cutover(ctx, o), nil
+}
+
+// checkReverse refuses, before any step, a reverse pipeline that is not
+// PostgreSQL to PostgreSQL or has no name of its own.
+func (e *env) checkReverse(rc Config) error {
+	switch {
+	case e.cfg.MySQLTarget() || rc.MySQLTarget():
+		return &UsageError{errors.New("--reverse: fallback replication is supported between PostgreSQL servers only")}
+	case rc.Pipeline == "" || rc.Pipeline == e.cfg.Pipeline:
+		return &UsageError{fmt.Errorf("--reverse %q: the reverse pipeline needs a name of its own, not the forward pipeline's", rc.Pipeline)}
+	}
+	return nil
 }
 
 func (e *env) cutover(ctx context.Context, o CutoverOptions) *CutoverReport {
@@ -105,6 +129,12 @@ func (e *env) cutover(ctx context.Context, o CutoverOptions) *CutoverReport {
 				lines = append(lines, t.Lines()...)
 			}
 			return rep.Summary(), lines, rep.Err()
+		})
+	}
+	if ok && o.Reverse != nil {
+		ok = r.step("reverse", func() (string, []string, error) {
+			detail, err := e.reverse(ctx, src, *o.Reverse)
+			return detail, nil, err
 		})
 	}
 	r.OK = ok

@@ -309,3 +309,19 @@ func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''
 func (a *Admin) DropOrigins(ctx context.Context) (int, error) {
 	return DropOrigins(ctx, a.conn, a.cfg.Pipeline)
 }
+
+// CheckOrigins refuses a target user that may not set up replication
+// origins (origin.go), which every apply session does.
+func (a *Admin) CheckOrigins(ctx context.Context) error {
+	var ok bool
+	err := a.conn.QueryRow(ctx, `SELECT rolsuper OR (has_function_privilege('pg_replication_origin_create(text)', 'EXECUTE')
+			AND has_function_privilege('pg_replication_origin_session_setup(text)', 'EXECUTE'))
+		FROM pg_roles WHERE rolname = current_user`).Scan(&ok)
+	if err != nil {
+		return fmt.Errorf("target: check the privileges for replication origins: %w", err)
+	}
+	if !ok {
+		return errors.New("target: the target user may not set up replication origins, which decant's apply sessions need: make it a superuser, or GRANT EXECUTE ON FUNCTION pg_replication_origin_create(text), pg_replication_origin_oid(text), pg_replication_origin_session_setup(text) to it")
+	}
+	return nil
+}

@@ -19,6 +19,7 @@ func cutoverCmd() *cobra.Command {
 	var w webhookFlags
 	var timeout time.Duration
 	var verify, asJSON bool
+	var reverse string
 	cmd := &cobra.Command{
 		Use:   "cutover",
 		Short: "Say whether it is safe to switch to the target: fence, catch-up, sequences, verify",
@@ -33,7 +34,15 @@ func cutoverCmd() *cobra.Command {
              identity columns) to the target: setval on PostgreSQL,
              AUTO_INCREMENT on MySQL, so new rows on the target do not
              collide with copied ones;
-  verify     (with --verify) compares source and target as decant verify.
+  verify     (with --verify) compares source and target as decant verify;
+  reverse    (with --reverse NAME, PostgreSQL to PostgreSQL only) sets up
+             pipeline NAME in the other direction, the target as its source
+             and the source as its target: its publication and slot on the
+             target, created now, after the fence, and its checkpoint on the
+             source, so that every write on the new primary from now on
+             flows back once decant run applies NAME (with --source and
+             --target swapped). Transactions decant applied carry its
+             replication origin and are never sent back.
 
 Stop the writers on the source before the fence for a clean switch: what
 they commit after it is not covered. Exit 0 only when every step passed;
@@ -52,9 +61,18 @@ they commit after it is not covered. Exit 0 only when every step passed;
 				return err
 			}
 			defer stopNotifier(cmd.Context(), n, log)
+			o := migrate.CutoverOptions{Verify: verify, VerifyOptions: migrate.DefaultVerifyOptions()}
+			if cmd.Flags().Changed("reverse") {
+				rc, err := c.reversed(reverse)
+				if err != nil {
+					return err
+				}
+				w := rc.workflow(log)
+				o.Reverse = &w
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			r, err := migrate.Cutover(ctx, c.workflow(log), migrate.CutoverOptions{Verify: verify, VerifyOptions: migrate.DefaultVerifyOptions()})
+			r, err := migrate.Cutover(ctx, c.workflow(log), o)
 			if err != nil {
 				n.Cutover(false, "cutover could not finish: "+err.Error())
 				return err
@@ -76,7 +94,27 @@ they commit after it is not covered. Exit 0 only when every step passed;
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "give up (exit 1) if the steps do not finish within this time")
 	cmd.Flags().BoolVar(&verify, "verify", false, "also compare source and target table by table")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	cmd.Flags().StringVar(&reverse, "reverse", "", "after a safe cutover, set up pipeline `NAME` from the target back to the source (PostgreSQL only)")
 	return cmd
+}
+
+// reversed is the configuration of pipeline name in the other direction:
+// the ends swapped, the same tables under the same names (apply/migrate
+// sets them from the forward pipeline's).
+func (c *config) reversed(name string) (*config, error) {
+	if c.mysqlTarget() {
+		return nil, usagef("--reverse: fallback replication is supported between PostgreSQL servers only, and the target is MySQL")
+	}
+	if name == c.Pipeline {
+		return nil, usagef("--reverse %s: the reverse pipeline needs a name of its own, not the forward pipeline's", name)
+	}
+	r := *c
+	r.Source, r.Target, r.Pipeline = c.Target, c.Source, name
+	r.Tables, r.Map, r.Columns = "", nil, nil
+	if err := r.validate(); err != nil {
+		return nil, fmt.Errorf("--reverse %s: %w", name, err)
+	}
+	return &r, nil
 }
 
 // printCutover prints the report, as JSON or as a line per step.
