@@ -1,0 +1,139 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// reverseSchema: items is replicated both ways; hits, on each side
+// alone, counts every row written into items there, by an ALWAYS
+// trigger, which fires for decant's replica-role sessions too. A change
+// sent back where it came from would add hits (or break a key).
+const reverseSchema = `CREATE TABLE items (id bigserial PRIMARY KEY, v text NOT NULL, n integer NOT NULL DEFAULT 0);
+	CREATE SCHEMA audit;
+	CREATE TABLE audit.hits (hit boolean NOT NULL DEFAULT true);
+	CREATE FUNCTION audit.hit() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN INSERT INTO audit.hits DEFAULT VALUES; RETURN NULL; END$$;
+	CREATE TRIGGER hit AFTER INSERT OR UPDATE ON items FOR EACH ROW EXECUTE FUNCTION audit.hit();
+	ALTER TABLE items ENABLE ALWAYS TRIGGER hit;`
+
+// TestCutoverReverse: a forward migration, cutover --reverse, writes on
+// the new primary flowing back to the old one, writes replicated forward
+// never coming back (nor backward ones going forward again), and a switch
+// back (cutover of the reverse pipeline) that leaves both equal.
+func TestCutoverReverse(t *testing.T) {
+	p := newPair(t)
+	p.both(reverseSchema)
+	psql(t, p.src, `INSERT INTO items (v) SELECT 'copied' FROM generate_series(1, 200)`)
+	p.mustDecant("init", "--copy", "--tables", "public.items")
+	psql(t, p.src, `INSERT INTO items (v) SELECT 'streamed' FROM generate_series(1, 50); UPDATE items SET n = 1 WHERE id <= 10`)
+
+	fwd := p.start()
+	rev := reversePair(p, "rev_"+p.name[:min(len(p.name), 40)])
+	out, errOut, code := p.decant("cutover", "--reverse", rev.name, "--tables", "public.items", "--timeout", "20s")
+	if code != 0 || !strings.Contains(out, "ok   reverse") || !strings.Contains(out, "safe to switch") {
+		t.Fatalf("cutover --reverse: exit %d\n%s%s\nforward run:\n%s", code, out, errOut, fwd.stderr)
+	}
+	fwd.stop(t)
+	t.Log(out)
+	if n := queryValue(t, p.tgt, `SELECT count(*)::text FROM pg_replication_slots WHERE slot_name = '`+rev.name+`'`); n != "1" {
+		t.Fatalf("the new primary has %s slots named %s, want 1", n, rev.name)
+	}
+	if n := queryValue(t, p.tgt, `SELECT count(*)::text FROM pg_replication_origin WHERE roname = 'decant_`+p.name+`'`); n != "1" {
+		t.Errorf("the forward pipeline's apply session left %s replication origins decant_%s on the target, want 1", n, p.name)
+	}
+	p.assertEqual()
+	srcHits, tgtHits := hits(t, p.src), hits(t, p.tgt)
+
+	// The switch: the application writes on the new primary; a straggler
+	// write on the old one is replicated forward.
+	psql(t, p.tgt, `INSERT INTO items (v) SELECT 'new primary' FROM generate_series(1, 30); UPDATE items SET n = n + 1 WHERE id BETWEEN 5 AND 14; DELETE FROM items WHERE id BETWEEN 100 AND 104`)
+	psql(t, p.src, `INSERT INTO items (id, v) VALUES (100000, 'straggler')`)
+	p.mustDecant("run", "--catch-up")
+	rev.mustDecant("run", "--catch-up")
+	// Both directions once more: each now holds the other's applied
+	// transactions, which must be skipped, not applied again.
+	p.mustDecant("run", "--catch-up")
+	rev.mustDecant("run", "--catch-up")
+
+	p.assertEqual()
+	if got, want := hits(t, p.src), srcHits+1+30+10; got != want {
+		t.Errorf("old primary: %d rows written into items since the cutover, want %d (1 straggler, then 30 inserts and 10 updates from the new primary): a change came back", got-srcHits, want-srcHits)
+	}
+	if got, want := hits(t, p.tgt), tgtHits+30+10+1; got != want {
+		t.Errorf("new primary: %d rows written into items since the cutover, want %d (30 inserts, 10 updates, 1 straggler replicated forward): a change came back", got-tgtHits, want-tgtHits)
+	}
+
+	// Switching back: cutover of the reverse pipeline while it runs.
+	back := rev.start()
+	psql(t, p.tgt, `INSERT INTO items (v) VALUES ('last on the new primary')`)
+	out = rev.mustDecant("cutover", "--timeout", "20s")
+	back.stop(t)
+	if !strings.Contains(out, "safe to switch") {
+		t.Fatalf("cutover of the reverse pipeline said:\n%s", out)
+	}
+	// Sequences came back too: a new row on the old primary takes a fresh id.
+	psql(t, p.src, `INSERT INTO items (v) VALUES ('old primary again')`)
+	psql(t, p.tgt, `INSERT INTO items (v) VALUES ('old primary again')`)
+	p.both(`DROP SCHEMA audit CASCADE`)
+	p.assertEqual()
+
+	out = rev.mustDecant("drop", "--yes")
+	if !strings.Contains(out, "replication origins dropped: 1") {
+		t.Errorf("drop of the reverse pipeline said: %s", out)
+	}
+	if n := queryValue(t, p.src, `SELECT count(*)::text FROM pg_replication_origin WHERE starts_with(roname, 'decant_`+rev.name+`')`); n != "0" {
+		t.Errorf("%s replication origins of the reverse pipeline left after drop", n)
+	}
+}
+
+// TestCutoverReverseRefused: --reverse refuses, before any step, a MySQL
+// target and the forward pipeline's own name; and a renamed table in its
+// step, creating nothing.
+func TestCutoverReverseRefused(t *testing.T) {
+	p := newPair(t)
+	p.both(`CREATE TABLE a (id integer PRIMARY KEY)`)
+	if _, errOut, code := p.decant("cutover", "--reverse", p.name); code != 2 || !strings.Contains(errOut, "a name of its own") {
+		t.Errorf("--reverse with the forward name: exit %d, %s", code, errOut)
+	}
+	psql(t, p.tgt, `CREATE TABLE b (id integer PRIMARY KEY)`)
+	p.mustDecant("init", "--map", "public.a=public.b")
+	fwd := p.start("--map", "public.a=public.b")
+	defer fwd.kill()
+	out, errOut, code := p.decant("cutover", "--reverse", "back_"+p.name[:min(len(p.name), 40)], "--map", "public.a=public.b", "--timeout", "30s")
+	if code != 1 || !strings.Contains(out, "maps table public.a to public.b") {
+		t.Errorf("--reverse over a renamed table: exit %d\n%s%s", code, out, errOut)
+	}
+	if n := queryValue(t, p.tgt, `SELECT count(*)::text FROM pg_replication_slots WHERE slot_name LIKE 'back\_%'`); n != "0" {
+		t.Errorf("a refused --reverse left %s slots on the target", n)
+	}
+}
+
+// reversePair is the pipeline name from p's target back to its source;
+// the test's end drops its slot on p's target cluster.
+func reversePair(p *pair, name string) *pair {
+	r := &pair{t: p.t, name: name, src: p.tgt, tgt: p.src}
+	p.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if c, err := pgx.Connect(ctx, r.src); err == nil {
+			c.Exec(ctx, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active`, r.name)
+			c.Close(ctx)
+		}
+	})
+	return r
+}
+
+// hits counts the rows written into items on dsn's side (reverseSchema).
+func hits(t *testing.T, dsn string) int {
+	t.Helper()
+	var n int
+	c := connect(t, dsn)
+	if err := c.QueryRow(t.Context(), `SELECT count(*) FROM audit.hits`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
