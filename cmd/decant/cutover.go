@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"time"
 
@@ -61,14 +62,9 @@ they commit after it is not covered. Exit 0 only when every step passed;
 				return err
 			}
 			defer stopNotifier(cmd.Context(), n, log)
-			o := migrate.CutoverOptions{Verify: verify, VerifyOptions: migrate.DefaultVerifyOptions()}
-			if cmd.Flags().Changed("reverse") {
-				rc, err := c.reversed(reverse)
-				if err != nil {
-					return err
-				}
-				w := rc.workflow(log)
-				o.Reverse = &w
+			o, err := c.cutoverOptions(cmd.Flags().Changed("reverse"), reverse, verify, log)
+			if err != nil {
+				return err
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
@@ -96,6 +92,21 @@ they commit after it is not covered. Exit 0 only when every step passed;
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	cmd.Flags().StringVar(&reverse, "reverse", "", "after a safe cutover, set up pipeline `NAME` from the target back to the source (PostgreSQL only)")
 	return cmd
+}
+
+// cutoverOptions are cutover's choices: with reverse, the reverse
+// pipeline's configuration.
+func (c *config) cutoverOptions(reverse bool, name string, verify bool, log *slog.Logger) (migrate.CutoverOptions, error) {
+	o := migrate.CutoverOptions{Verify: verify, VerifyOptions: migrate.DefaultVerifyOptions()}
+	if reverse {
+		rc, err := c.reversed(name)
+		if err != nil {
+			return o, err
+		}
+		w := rc.workflow(log)
+		o.Reverse = &w
+	}
+	return o, nil
 }
 
 // reversed is the configuration of pipeline name in the other direction:
