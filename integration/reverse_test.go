@@ -116,14 +116,18 @@ func testCutoverReverse(t *testing.T, streamed bool) {
 	}
 }
 
-// TestCutoverReverseRefused: --reverse refuses, before any step, a MySQL
-// target and the forward pipeline's own name; and a renamed table in its
-// step, creating nothing.
+// TestCutoverReverseRefused: --reverse refuses, before any step, the
+// forward pipeline's own name and a MySQL target; and in its step, creating nothing, a
+// renamed table and a source user that may not take replication origins.
 func TestCutoverReverseRefused(t *testing.T) {
 	p := newPair(t)
 	p.both(`CREATE TABLE a (id integer PRIMARY KEY)`)
 	if _, errOut, code := p.decant("cutover", "--reverse", p.name); code != 2 || !strings.Contains(errOut, "a name of its own") {
 		t.Errorf("--reverse with the forward name: exit %d, %s", code, errOut)
+	}
+	m := newMySQLPair(t)
+	if _, errOut, code := m.decant("cutover", "--reverse", "back"); code != 2 || !strings.Contains(errOut, "PostgreSQL servers only") {
+		t.Errorf("--reverse with a MySQL target: exit %d, %s", code, errOut)
 	}
 	psql(t, p.tgt, `CREATE TABLE b (id integer PRIMARY KEY)`)
 	p.mustDecant("init", "--map", "public.a=public.b")
@@ -134,6 +138,32 @@ func TestCutoverReverseRefused(t *testing.T) {
 		t.Errorf("--reverse over a renamed table: exit %d\n%s%s", code, out, errOut)
 	}
 	if n := queryValue(t, p.tgt, `SELECT count(*)::text FROM pg_replication_slots WHERE slot_name LIKE 'back\_%'`); n != "0" {
+		t.Errorf("a refused --reverse left %s slots on the target", n)
+	}
+	fwd.kill()
+
+	// The source's user, the reverse pipeline's target user, may read and
+	// replicate but not take replication origins.
+	q := newPair(t)
+	q.both(`CREATE TABLE a (id integer PRIMARY KEY)`)
+	q.mustDecant("init")
+	role := "norigin_" + q.name
+	psql(t, q.src, `CREATE ROLE `+role+` LOGIN REPLICATION; GRANT SELECT ON ALL TABLES IN SCHEMA public TO `+role)
+	t.Cleanup(func() {
+		if c, err := pgx.Connect(context.Background(), q.src); err == nil {
+			c.Exec(context.Background(), `REVOKE ALL ON ALL TABLES IN SCHEMA public FROM `+role+`; DROP ROLE `+role)
+			c.Close(context.Background())
+		}
+	})
+	run := q.start()
+	defer run.kill()
+	plain := *q
+	plain.src = strings.Replace(q.src, "postgres@", role+"@", 1)
+	out, errOut, code = plain.decant("cutover", "--reverse", "back_"+q.name[:min(len(q.name), 40)], "--timeout", "30s")
+	if code != 1 || !strings.Contains(out, "FAIL reverse") || !strings.Contains(out, "may not set up replication origins") {
+		t.Errorf("--reverse onto a source user without origin privileges: exit %d\n%s%s", code, out, errOut)
+	}
+	if n := queryValue(t, q.tgt, `SELECT count(*)::text FROM pg_replication_slots WHERE slot_name LIKE 'back\_%'`); n != "0" {
 		t.Errorf("a refused --reverse left %s slots on the target", n)
 	}
 }

@@ -93,6 +93,8 @@ func originError(name, pipeline string, err error) error {
 			return fmt.Errorf("target: replication origin %s is in use by another session: is another decant run applying pipeline %s to this target?: %w", name, pipeline, err)
 		case "53400":
 			return fmt.Errorf("target: set up replication origin %s: no free replication state: raise max_replication_slots on the target: %w", name, err)
+		case "55000":
+			return fmt.Errorf("target: set up replication origin %s: the target cannot take it now (origins need max_replication_slots of at least 1 on the target): %w", name, err)
 		}
 	}
 	return fmt.Errorf("target: set up replication origin %s: %w", name, err)
