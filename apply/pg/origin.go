@@ -13,45 +13,51 @@ import (
 )
 
 // Replication origins (PostgreSQL's "Replication Progress Tracking"):
-// every transaction a decant apply session commits carries the origin of
+// every transaction a decant apply session commits carries an origin of
 // its pipeline, so that a decant reader of this server, the source of a
 // pipeline in the other direction (decant cutover --reverse), skips it
 // (source.IsDecantOrigin) and never sends a change back where it came
-// from. The main session's origin is OriginName(pipeline); PostgreSQL 15
-// lets one origin be active in one session only, so each session of a
-// streamed transaction takes one of its own, OriginName(pipeline)+".N",
-// the first N not in use.
+// from. PostgreSQL 15 lets one origin be active in one session only, and
+// a pipeline may write through several at once (the sessions of streamed
+// transactions, resync's workers), so a session takes the first of
+// OriginName(pipeline), then OriginName(pipeline)+".N" for N from 1, that
+// no session holds; the main session starts at the first, and normally
+// gets it, the others at ".1".
 
 // OriginName is the replication origin of a pipeline's apply session.
 func OriginName(pipeline string) string { return source.DecantOriginPrefix + pipeline }
 
-// maxStreamOrigins bounds the origins tried for a streamed transaction's
-// session: as many as transactions streamed at once, at most.
-const maxStreamOrigins = 64
+// maxOrigins bounds the origins a session tries: as many as sessions
+// write for the pipeline at once, at most.
+const maxOrigins = 64
 
-// setupOrigin makes the main session's transactions carry the pipeline's
-// origin. It runs after fence: a session given up may still hold it.
+// setupOrigin makes the main session's transactions carry an origin of
+// the pipeline. It runs after fence: a session given up may still hold
+// the first.
 func (t *Target) setupOrigin(ctx context.Context) error {
 	if t.originSet {
 		return nil
 	}
-	name := OriginName(t.cfg.Pipeline)
-	err := t.bound().Do(ctx, "setting up the replication origin", func(ctx context.Context) error {
-		return sessionOrigin(ctx, t.conn, name)
-	})
-	if err != nil {
-		return originError(name, t.cfg.Pipeline, err)
+	if err := t.takeOrigin(ctx, 0); err != nil {
+		return err
 	}
 	t.originSet = true
 	return nil
 }
 
-// setupStreamOrigin gives a streamed transaction's session the first
-// origin of the pipeline's stream origins that no session holds.
-func (t *Target) setupStreamOrigin(ctx context.Context) error {
+// setupStreamOrigin gives a streamed transaction's session an origin of
+// the pipeline, past the main session's.
+func (t *Target) setupStreamOrigin(ctx context.Context) error { return t.takeOrigin(ctx, 1) }
+
+// takeOrigin sets the session up with the first origin of the pipeline,
+// from the from-th, that no session holds.
+func (t *Target) takeOrigin(ctx context.Context, from int) error {
 	var err error
-	for n := 1; n <= maxStreamOrigins; n++ {
-		name := OriginName(t.cfg.Pipeline) + "." + strconv.Itoa(n)
+	for n := from; n <= maxOrigins; n++ {
+		name := OriginName(t.cfg.Pipeline)
+		if n > 0 {
+			name += "." + strconv.Itoa(n)
+		}
 		err = t.bound().Do(ctx, "setting up the replication origin", func(ctx context.Context) error {
 			return sessionOrigin(ctx, t.conn, name)
 		})
@@ -62,7 +68,7 @@ func (t *Target) setupStreamOrigin(ctx context.Context) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("target: all %d replication origins for streamed transactions of pipeline %s are in use: %w", maxStreamOrigins, t.cfg.Pipeline, err)
+	return fmt.Errorf("target: all %d replication origins of pipeline %s are in use: %w", maxOrigins+1-from, t.cfg.Pipeline, err)
 }
 
 // sessionOrigin creates origin name if it does not exist yet and sets the
@@ -89,8 +95,6 @@ func originError(name, pipeline string, err error) error {
 		switch pgErr.Code {
 		case "42501":
 			return fmt.Errorf("target: set up replication origin %s: permission denied: the target user must be a superuser, or be granted EXECUTE on pg_replication_origin_create, pg_replication_origin_oid and pg_replication_origin_session_setup: %w", name, err)
-		case "55006":
-			return fmt.Errorf("target: replication origin %s is in use by another session: is another decant run applying pipeline %s to this target?: %w", name, pipeline, err)
 		case "53400":
 			return fmt.Errorf("target: set up replication origin %s: no free replication state: raise max_replication_slots on the target: %w", name, err)
 		case "55000":
