@@ -83,8 +83,28 @@ func newPair(t testing.TB) *pair {
 			c.Exec(ctx, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active`, p.name)
 			c.Close(ctx)
 		}
+		dropOrigins(ctx, targetPG.DSN(name), p.name)
 	})
 	return p
+}
+
+// dropOrigins drops the replication origins a pipeline's apply sessions
+// took on dsn's server: each keeps one of its max_replication_slots
+// replication states, which the shared clusters would run out of.
+func dropOrigins(ctx context.Context, dsn, pipeline string) {
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return
+	}
+	defer c.Close(ctx)
+	rows, err := c.Query(ctx, `SELECT roname FROM pg_replication_origin WHERE roname = $1 OR starts_with(roname, $1 || '.')`, "decant_"+pipeline)
+	if err != nil {
+		return
+	}
+	names, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+	for _, n := range names {
+		c.Exec(ctx, `SELECT pg_replication_origin_drop($1)`, n)
+	}
 }
 
 // both runs SQL on source and target (the schema).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -42,6 +43,15 @@ func (t *Target) setupOrigin(ctx context.Context) error {
 		return err
 	}
 	t.originSet = true
+	if t.origin != OriginName(t.cfg.Pipeline) {
+		return nil // another session holds the main origin, and may its extras
+	}
+	err := t.bound().Do(ctx, "dropping unused replication origins", func(ctx context.Context) error {
+		return releaseOrigins(ctx, t.conn, t.cfg.Pipeline)
+	})
+	if err != nil {
+		return fmt.Errorf("target: drop the unused replication origins of pipeline %s: %w", t.cfg.Pipeline, err)
+	}
 	return nil
 }
 
@@ -65,6 +75,7 @@ func (t *Target) takeOrigin(ctx context.Context, from int) error {
 			if err != nil {
 				return originError(name, t.cfg.Pipeline, err)
 			}
+			t.origin = name
 			return nil
 		}
 	}
@@ -72,13 +83,51 @@ func (t *Target) takeOrigin(ctx context.Context, from int) error {
 }
 
 // sessionOrigin creates origin name if it does not exist yet and sets the
-// session up with it.
+// session up with it, in one transaction: another session's
+// releaseOrigins never sees it created and not yet taken.
 func sessionOrigin(ctx context.Context, conn *pgx.Conn, name string) error {
-	_, err := conn.Exec(ctx, `SELECT pg_replication_origin_create($1) WHERE pg_replication_origin_oid($1) IS NULL`, name)
-	if err == nil {
-		_, err = conn.Exec(ctx, `SELECT pg_replication_origin_session_setup($1)`, name)
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_replication_origin_create($1) WHERE pg_replication_origin_oid($1) IS NULL`, name); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `SELECT pg_replication_origin_session_setup($1)`, name)
+		return err
+	})
+}
+
+// releaseOrigins drops the pipeline's extra origins (".N") that no
+// session holds. Each origin PostgreSQL has seen used keeps one of the
+// target's max_replication_slots replication states until it is
+// dropped: without this, every session given up while it held one would
+// keep it for good.
+func releaseOrigins(ctx context.Context, conn *pgx.Conn, pipeline string) error {
+	rows, err := conn.Query(ctx, `SELECT roname FROM pg_replication_origin WHERE starts_with(roname, $1)`, OriginName(pipeline)+".")
+	if err != nil {
+		return err
 	}
-	return err
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if _, err := conn.Exec(ctx, `SELECT pg_replication_origin_drop($1)`, name); err != nil && !originInUse(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropOwnOrigin gives up and drops the extra origin a session is leaving
+// (its main origin is kept: the pipeline's next session takes it again).
+// Best effort: what it leaves, the next main session's releaseOrigins
+// drops.
+func (t *Target) dropOwnOrigin(ctx context.Context) {
+	if !strings.Contains(t.origin, ".") || t.inTx {
+		return
+	}
+	if _, err := t.conn.Exec(ctx, `SELECT pg_replication_origin_session_reset()`); err == nil {
+		t.conn.Exec(ctx, `SELECT pg_replication_origin_drop($1)`, t.origin)
+	}
 }
 
 // originInUse reports PostgreSQL's "replication origin ... is already

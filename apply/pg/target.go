@@ -66,7 +66,8 @@ type Target struct {
 	stmts  map[string]string           // SQL → prepared statement name
 
 	inTx      bool
-	originSet bool // the session carries the pipeline's replication origin (origin.go)
+	originSet bool   // the main session carries a replication origin of the pipeline (origin.go)
+	origin    string // the replication origin the session took
 	batch     batch
 	run       insertRun
 	args      [][]byte // scratch parameter list, reused row after row
@@ -208,9 +209,13 @@ func (t *Target) Close(ctx context.Context) {
 	if t.conn != nil {
 		t.gone = append(t.gone, int32(t.conn.PgConn().PID()))
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+		if !t.conn.IsClosed() {
+			t.dropOwnOrigin(cctx)
+		}
 		t.conn.Close(cctx)
 		cancel()
 	}
+	t.origin = ""
 	t.conn, t.inTx, t.last = nil, false, nil
 	t.batch.reset()
 	t.run.reset()

@@ -198,11 +198,13 @@ func (p *Postgres) setup(tmpl string) error {
 // writeConf writes the harness settings, then the caller's, into decant.conf.
 func (p *Postgres) writeConf(extra map[string]string) error {
 	settings := map[string]string{
-		"listen_addresses":          "127.0.0.1",
-		"port":                      fmt.Sprint(p.Port),
-		"unix_socket_directories":   filepath.Join(p.root, "sock"),
-		"wal_level":                 "logical",
-		"max_replication_slots":     "20",
+		"listen_addresses":        "127.0.0.1",
+		"port":                    fmt.Sprint(p.Port),
+		"unix_socket_directories": filepath.Join(p.root, "sock"),
+		"wal_level":               "logical",
+		// Slots, and the replication states of the origins decant's
+		// apply sessions take (one per pipeline a test leaves).
+		"max_replication_slots":     "64",
 		"max_wal_senders":           "20",
 		"max_prepared_transactions": "10",
 		"timezone":                  "UTC",
