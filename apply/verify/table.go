@@ -42,6 +42,11 @@ type table struct {
 	// keyConv converts a source key value (a span bound) into what the
 	// MySQL target compares it with.
 	keyConv []mapping.Converter
+	// hashed is the table's view for the hashed comparison of a span
+	// (hashed.go): PostgreSQL targets, tables with a key; full, in that
+	// view, is the table itself.
+	hashed, full *table
+	sums         *sumStats
 }
 
 // normal brings each value of a row (NULL: nil) to its normal form.
@@ -67,7 +72,7 @@ func newTable(def *source.TableDef, tt *mapping.TargetTable, my *mysql.Table, ru
 	if err != nil {
 		return nil, err
 	}
-	t := &table{def: def, target: tt.Name, rel: rel, cols: p.Cols}
+	t := &table{def: def, target: tt.Name, rel: rel, cols: p.Cols, sums: &sumStats{}}
 	pos := map[int]int{} // source column → compared position
 	for n, i := range p.Cols {
 		pos[i] = n
@@ -130,6 +135,9 @@ func newTable(def *source.TableDef, tt *mapping.TargetTable, my *mysql.Table, ru
 		t.srcOrder = append(t.srcOrder, pgOrderExpr(c.Name, o))
 		t.srcKey = append(t.srcKey, mapping.QuotePG(c.Name))
 		t.split = t.split && o != orderText
+	}
+	if my == nil {
+		t.hashed = t.hashedView()
 	}
 	return t, nil
 }

@@ -1,0 +1,173 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/decant/decant/source/pgsession"
+)
+
+// On a PostgreSQL target a span whose checksums differ is not streamed
+// whole: each server sends every row's key and the hash of its text
+// (hashtextextended over ROW(...)::text, as sumSQL adds up), and the
+// merge compares those. A resync then reads the full source rows of only
+// the keys it inserts, by key, on a session of its own. The keys, the
+// hashes and the rows sent shrink what crosses the network and what is
+// parsed and hashed here to a few bytes a row.
+
+// rowHashSQL is the per-row hash of the compared columns on PostgreSQL.
+func rowHashSQL(cols []string) string {
+	return "hashtextextended(ROW(" + strings.Join(cols, ", ") + ")::text, 0)"
+}
+
+// hashedView is t as the hashed comparison reads it: the key columns,
+// then the row's hash; merged as text. full is t itself, whose rows a
+// repair reads by key.
+func (t *table) hashedView() *table {
+	h := *t
+	h.full = t
+	k := len(t.key)
+	h.srcCols = append(append([]string{}, t.srcKey...), rowHashSQL(t.srcCols))
+	h.tgtCols = append(append([]string{}, t.tgtKey...), rowHashSQL(t.tgtCols))
+	h.key = make([]int, k)
+	h.isKey = make([]bool, k+1)
+	h.src = make(normal, k+1)
+	for i := range h.src {
+		h.src[i] = asText
+	}
+	h.tgt = h.src
+	for i := range h.key {
+		h.key[i] = i
+		h.isKey[i] = true
+	}
+	return &h
+}
+
+// compareHashes merges the keys and row hashes of a span on both
+// PostgreSQL servers; a repair queues what differs by key.
+func (w *worker) compareHashes(ctx context.Context, t *table, s span) (*spanResult, error) {
+	h := t.hashed
+	var fix *fixer
+	if w.cfg.Repair != nil {
+		var err error
+		if fix, err = w.fixer(ctx, h); err != nil {
+			return nil, err
+		}
+	}
+	srcRows, err := w.sourceRows(ctx, h, s)
+	if err != nil {
+		return nil, err
+	}
+	tgtRows, err := w.targetRows(ctx, h, s)
+	if err != nil {
+		srcRows.Close()
+		return nil, err
+	}
+	res, err := merge(ctx, h, srcRows, tgtRows, w.cfg.MaxKeys, fix)
+	return res, closeBoth(t, srcRows, tgtRows, err)
+}
+
+func closeBoth(t *table, src, tgt rawRows, err error) error {
+	serr, terr := src.Close(), tgt.Close()
+	switch {
+	case serr != nil:
+		return fmt.Errorf("read source table %s: %w", t.def.Name, serr)
+	case terr != nil:
+		return fmt.Errorf("read target table %s: %w", t.target, terr)
+	case err != nil:
+		return fmt.Errorf("compare table %s: %w", t.def.Name, err)
+	}
+	return nil
+}
+
+// maxFetchParams bounds the parameters of one fetch by key (the protocol
+// allows 65535).
+const maxFetchParams = 30_000
+
+// fetchSQL selects the compared columns of the source rows with n keys.
+func (t *table) fetchSQL(n int) string {
+	k := len(t.srcKey)
+	tuples := make([]string, n)
+	marks := make([]string, k)
+	for i := range tuples {
+		for j := range marks {
+			marks[j] = "$" + strconv.Itoa(i*k+j+1)
+		}
+		tuples[i] = pgTuple(marks)
+	}
+	return "SELECT " + strings.Join(t.srcCols, ", ") + " FROM " + t.srcFrom() +
+		" WHERE " + pgTuple(t.srcKey) + " IN (" + strings.Join(tuples, ", ") + ")"
+}
+
+// fetch reads the source rows of the queued keys (as of the snapshot)
+// and queues them for insertion.
+func (f *fixer) fetch(ctx context.Context) error {
+	conn, err := f.sourceConn(ctx)
+	if err != nil {
+		return err
+	}
+	full := f.t.full
+	per := max(1, maxFetchParams/len(full.srcKey))
+	for start := 0; start < len(f.keys); start += per {
+		keys := f.keys[start:min(len(f.keys), start+per)]
+		var args [][]byte
+		for _, k := range keys {
+			args = append(args, k...)
+		}
+		rr := conn.PgConn().ExecParams(ctx, full.fetchSQL(len(keys)), args, nil, nil, nil)
+		for rr.NextRow() {
+			f.ins = append(f.ins, sourceRow(full, rr.Values()))
+		}
+		if _, err := rr.Close(); err != nil {
+			return fmt.Errorf("read source table %s by key: %w", full.def.Name, err)
+		}
+	}
+	f.keys = f.keys[:0]
+	return nil
+}
+
+// sourceConn is the fixer's own source session, under the run's
+// snapshot: the worker's streams the span meanwhile.
+func (f *fixer) sourceConn(ctx context.Context) (*pgx.Conn, error) {
+	if f.src != nil {
+		return f.src, nil
+	}
+	c, err := pgsession.Connect(ctx, f.w.cfg.Source)
+	if err != nil {
+		return nil, err
+	}
+	if f.w.cfg.Snapshot != "" {
+		if err := importSnapshot(ctx, c, f.w.cfg.Snapshot); err != nil {
+			c.Close(ctx)
+			return nil, err
+		}
+	}
+	f.src = c
+	return c, nil
+}
+
+// sumStats counts a table's span checksums and those that differed. A
+// checksum saves the hashed comparison of a span only when the span is
+// equal: once most of a table's spans have differed (changes spread over
+// the key), the rest skip the checksum and go straight to the hashed
+// comparison, which finds the same.
+type sumStats struct{ n, diff atomic.Int64 }
+
+// sumTrial is how many checksums a table takes before their outcome
+// decides whether the rest pay.
+const sumTrial = 8
+
+func (s *sumStats) tried()    { s.n.Add(1) }
+func (s *sumStats) differed() { s.diff.Add(1) }
+
+// pay says whether checksumming the next span is worth it: until
+// sumTrial spans were checksummed, or while at most 3 in 4 differed.
+func (s *sumStats) pay() bool {
+	n, d := s.n.Load(), s.diff.Load()
+	return n < sumTrial || 4*d <= 3*n
+}
