@@ -220,7 +220,10 @@ func (w *worker) prepare(ctx context.Context, def *source.TableDef) (*table, []s
 	if !t.split {
 		return t, []span{{}}, nil
 	}
-	bounds, err := w.bounds(ctx, t)
+	bounds, ok, err := w.evenBounds(ctx, t)
+	if err == nil && !ok {
+		bounds, err = w.bounds(ctx, t)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
