@@ -41,6 +41,8 @@ func (t *table) hashedView() *table {
 		h.src[i] = asText
 	}
 	h.tgt = h.src
+	h.srcRaw = h.src
+	h.norms = make([]normalizer, k+1)
 	for i := range h.key {
 		h.key[i] = i
 		h.isKey[i] = true

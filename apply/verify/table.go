@@ -39,6 +39,12 @@ type table struct {
 	srcOrder, tgtOrder []string // ORDER BY expressions
 	srcKey, tgtKey     []string // key columns, quoted, for span conditions
 	src, tgt           normal   // per compared column
+	// srcRaw reads a source value as the target writer sends it (for a
+	// PostgreSQL target: as it is), norms brings that and the target's
+	// value to their normal form (nil: they are compared as they are).
+	// The merge normalizes only values that differ as read.
+	srcRaw normal
+	norms  []normalizer
 	// keyConv converts a source key value (a span bound) into what the
 	// MySQL target compares it with.
 	keyConv []mapping.Converter
@@ -80,6 +86,8 @@ func newTable(def *source.TableDef, tt *mapping.TargetTable, my *mysql.Table, ru
 		name := p.Targets[i].Name
 		t.srcCols = append(t.srcCols, mapping.QuotePG(c.Name))
 		t.src = append(t.src, asText)
+		t.srcRaw = append(t.srcRaw, asText)
+		t.norms = append(t.norms, nil)
 		if my == nil {
 			t.tgtCols = append(t.tgtCols, mapping.QuotePG(name))
 			t.tgt = append(t.tgt, asText)
@@ -98,6 +106,8 @@ func newTable(def *source.TableDef, tt *mapping.TargetTable, my *mysql.Table, ru
 		}
 		norm := mysqlNormalizer(mc)
 		t.src[n] = convertThen(conv, norm, c.Name)
+		t.srcRaw[n] = convertRaw(conv, c.Name)
+		t.norms[n] = norm
 		t.tgt = append(t.tgt, func(dst, v []byte) ([]byte, bool, error) { return norm(dst, v), false, nil })
 	}
 	if len(p.Key) == 0 {
@@ -173,6 +183,20 @@ func convertThen(conv mapping.Converter, norm normalizer, col string) func(dst, 
 			return dst, true, nil
 		}
 		return norm(dst, appendArg(nil, out)), false, nil
+	}
+}
+
+// convertRaw reads a source value as the MySQL writer would send it.
+func convertRaw(conv mapping.Converter, col string) func(dst, v []byte) ([]byte, bool, error) {
+	return func(dst, v []byte) ([]byte, bool, error) {
+		out, err := conv(v)
+		if err != nil {
+			return dst, false, fmt.Errorf("column %s: a source value cannot be written to the target: %w", col, err)
+		}
+		if out == nil {
+			return dst, true, nil
+		}
+		return appendArg(dst, out), false, nil
 	}
 }
 
