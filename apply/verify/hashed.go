@@ -8,22 +8,20 @@ import (
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/decant/decant/mapping"
+	"github.com/decant/decant/source"
 	"github.com/decant/decant/source/pgsession"
 )
 
 // On a PostgreSQL target a span whose checksums differ is not streamed
 // whole: each server sends every row's key and the hash of its text
-// (hashtextextended over ROW(...)::text, as sumSQL adds up), and the
+// (rowHashSQL, as sumSQL adds up), and the
 // merge compares those. A resync then reads the full source rows of only
 // the keys it inserts, by key, on a session of its own. The keys, the
 // hashes and the rows sent shrink what crosses the network and what is
 // parsed and hashed here to a few bytes a row.
-
-// rowHashSQL is the per-row hash of the compared columns on PostgreSQL.
-func rowHashSQL(cols []string) string {
-	return "hashtextextended(ROW(" + strings.Join(cols, ", ") + ")::text, 0)"
-}
 
 // hashedView is t as the hashed comparison reads it: the key columns,
 // then the row's hash; merged as text. full is t itself, whose rows a
@@ -32,8 +30,8 @@ func (t *table) hashedView() *table {
 	h := *t
 	h.full = t
 	k := len(t.key)
-	h.srcCols = append(append([]string{}, t.srcKey...), rowHashSQL(t.srcCols))
-	h.tgtCols = append(append([]string{}, t.tgtKey...), rowHashSQL(t.tgtCols))
+	h.srcCols = append(append([]string{}, t.srcKey...), t.rowHashSQL(t.srcHash))
+	h.tgtCols = append(append([]string{}, t.tgtKey...), t.rowHashSQL(t.tgtHash))
 	h.key = make([]int, k)
 	h.isKey = make([]bool, k+1)
 	h.src = make(normal, k+1)
@@ -172,4 +170,74 @@ func (s *sumStats) differed() { s.diff.Add(1) }
 func (s *sumStats) pay() bool {
 	n, d := s.n.Load(), s.diff.Load()
 	return n < sumTrial || 4*d <= 3*n
+}
+
+// The row hash both PostgreSQL servers compute (a span's checksum sums
+// it; the hashed comparison streams it) is hash_record_extended over the
+// compared columns, which hashes each value by its type without printing
+// it (about three times cheaper than hashing ROW(...)::text). A column is
+// hashed as itself only where equal values under its type's equality
+// print alike and both sides have the same type: otherwise, and for the
+// other types, its text is hashed. Text is hashed under the "C"
+// collation, whose equality is byte equality.
+
+// hashedAsItself reports whether values of the type compare equal
+// exactly when their text does. Not floats (-0 = 0), jsonb (1.0 = 1.00),
+// numeric without a scale (1.5 = 1.50), nor types without a hash.
+func hashedAsItself(oid uint32, typmod int32) bool {
+	switch oid {
+	case pgtype.Int2OID, pgtype.Int4OID, pgtype.Int8OID, pgtype.OIDOID, pgtype.BoolOID, pgtype.TextOID,
+		pgtype.VarcharOID, pgtype.ByteaOID, pgtype.UUIDOID, pgtype.DateOID, pgtype.TimestampOID, pgtype.TimestamptzOID:
+		return true
+	case pgtype.NumericOID:
+		return typmod >= 0
+	}
+	return false
+}
+
+// hashExpr is a column as the row hash reads it.
+func hashExpr(col string, oid uint32, asItself bool) string {
+	q := mapping.QuotePG(col)
+	switch {
+	case !asItself:
+		return "(" + q + ")::text COLLATE \"C\""
+	case oid == pgtype.TextOID || oid == pgtype.VarcharOID:
+		return q + " COLLATE \"C\""
+	}
+	return q
+}
+
+// setRowHash picks each compared column's row hash expression on both
+// PostgreSQL servers; byType false hashes ROW(...)::text, for a target
+// older than PostgreSQL 14 (no hash_record_extended).
+func (t *table) setRowHash(def *source.TableDef, tt *mapping.TargetTable, byType bool) {
+	targets := t.tgtNames
+	srcType := map[string]string{}
+	for _, c := range def.Columns {
+		srcType[c.Name] = c.SQLType
+	}
+	tgtType := map[string]string{}
+	for _, c := range tt.Columns {
+		tgtType[c.Name] = c.Type
+	}
+	t.srcHash, t.tgtHash = nil, nil
+	for n, i := range t.cols {
+		c := t.rel.Columns[i]
+		same := srcType[c.Name] != "" && srcType[c.Name] == tgtType[targets[n]]
+		itself := same && hashedAsItself(c.Type, c.TypeMod)
+		t.srcHash = append(t.srcHash, hashExpr(c.Name, c.Type, itself))
+		t.tgtHash = append(t.tgtHash, hashExpr(targets[n], c.Type, itself))
+	}
+	t.byType = byType
+	if t.key != nil {
+		t.hashed = t.hashedView()
+	}
+}
+
+// rowHashSQL is the row hash over exprs (setRowHash).
+func (t *table) rowHashSQL(exprs []string) string {
+	if !t.byType {
+		return "hashtextextended(ROW(" + strings.Join(exprs, ", ") + ")::text, 0)"
+	}
+	return "hash_record_extended(ROW(" + strings.Join(exprs, ", ") + "), 0)"
 }

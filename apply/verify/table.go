@@ -52,7 +52,13 @@ type table struct {
 	// (hashed.go): PostgreSQL targets, tables with a key; full, in that
 	// view, is the table itself.
 	hashed, full *table
-	sums         *sumStats
+	// srcHash and tgtHash are the compared columns as the row hash reads
+	// them on a PostgreSQL target; byType: hash_record_extended over them
+	// (hashed.go).
+	srcHash, tgtHash []string
+	byType           bool
+	tgtNames         []string // the target column of each compared position
+	sums             *sumStats
 }
 
 // normal brings each value of a row (NULL: nil) to its normal form.
@@ -79,11 +85,13 @@ func newTable(def *source.TableDef, tt *mapping.TargetTable, my *mysql.Table, ru
 		return nil, err
 	}
 	t := &table{def: def, target: tt.Name, rel: rel, cols: p.Cols, sums: &sumStats{}}
+
 	pos := map[int]int{} // source column → compared position
 	for n, i := range p.Cols {
 		pos[i] = n
 		c := rel.Columns[i]
 		name := p.Targets[i].Name
+		t.tgtNames = append(t.tgtNames, name)
 		t.srcCols = append(t.srcCols, mapping.QuotePG(c.Name))
 		t.src = append(t.src, asText)
 		t.srcRaw = append(t.srcRaw, asText)
@@ -145,9 +153,6 @@ func newTable(def *source.TableDef, tt *mapping.TargetTable, my *mysql.Table, ru
 		t.srcOrder = append(t.srcOrder, pgOrderExpr(c.Name, o))
 		t.srcKey = append(t.srcKey, mapping.QuotePG(c.Name))
 		t.split = t.split && o != orderText
-	}
-	if my == nil {
-		t.hashed = t.hashedView()
 	}
 	return t, nil
 }
@@ -241,6 +246,17 @@ func (w *worker) prepare(ctx context.Context, def *source.TableDef) (*table, []s
 		return nil, nil, fmt.Errorf("read source table %s: %w", def.Name, err)
 	}
 	t.partitioned = kind == "p"
+	if !w.cfg.MySQL {
+		tgt, err := w.target(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		var version int
+		if err := tgt.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+			return nil, nil, fmt.Errorf("read the target's server version: %w", pg.Describe(err))
+		}
+		t.setRowHash(def, tt, version >= 140000)
+	}
 	if !t.split {
 		return t, []span{{}}, nil
 	}

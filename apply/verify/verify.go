@@ -35,7 +35,6 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -455,11 +454,10 @@ func (w *worker) targetRows(ctx context.Context, t *table, s span) (rawRows, err
 	return nil, fmt.Errorf("read target table %s: %w", t.target, err)
 }
 
-// sumSQL counts a span's rows and sums the 64-bit hashes of their text
-// (ROW(...)::text prints each value as the streamed comparison reads it):
-// equal spans give equal sums; a difference that cancels out in the sum
-// takes a 64-bit coincidence.
-const sumSQL = "SELECT count(*), coalesce(sum(hashtextextended(ROW(%s)::text, 0)), 0)::text FROM %s"
+// sumSQL counts a span's rows and sums their 64-bit row hashes
+// (rowHashSQL): equal spans give equal sums; a difference that cancels
+// out in the sum takes a 64-bit coincidence.
+const sumSQL = "SELECT count(*), coalesce(sum(%s), 0)::text FROM %s"
 
 // sums has both PostgreSQL servers count and checksum a span. For a table
 // without a key the result is final: it says whether the rows differ,
@@ -474,7 +472,7 @@ func (w *worker) sums(ctx context.Context, t *table, s span) (res *spanResult, s
 		return nil, false, err
 	}
 	query := func(cols, keys []string, from string) (string, [][]byte) {
-		q := fmt.Sprintf(sumSQL, strings.Join(cols, ", "), from)
+		q := fmt.Sprintf(sumSQL, t.rowHashSQL(cols), from)
 		if t.key == nil {
 			return q, nil
 		}
@@ -483,11 +481,11 @@ func (w *worker) sums(ctx context.Context, t *table, s span) (res *spanResult, s
 	}
 	res = &spanResult{}
 	var srcSum, tgtSum string
-	q, args := query(t.srcCols, t.srcKey, t.srcFrom())
+	q, args := query(t.srcHash, t.srcKey, t.srcFrom())
 	if err := scanSum(ctx, src, q, args, &res.SourceRows, &srcSum); err != nil {
 		return nil, false, fmt.Errorf("checksum source table %s: %w", t.def.Name, err)
 	}
-	q, args = query(t.tgtCols, t.tgtKey, t.tgtFrom(false))
+	q, args = query(t.tgtHash, t.tgtKey, t.tgtFrom(false))
 	if err := scanSum(ctx, tgt, q, args, &res.TargetRows, &tgtSum); err != nil {
 		return nil, false, fmt.Errorf("checksum target table %s: %w", t.target, pg.Describe(err))
 	}
