@@ -239,5 +239,9 @@ func (t *table) rowHashSQL(exprs []string) string {
 	if !t.byType {
 		return "hashtextextended(ROW(" + strings.Join(exprs, ", ") + ")::text, 0)"
 	}
-	return "hash_record_extended(ROW(" + strings.Join(exprs, ", ") + "), 0)"
+	// hash_record_extended combines its columns' hashes linearly (h*31 +
+	// next), so a sum of them would miss values swapped between rows:
+	// hashing the row's hash again makes the sum one of independent
+	// values.
+	return "hashint8extended(hash_record_extended(ROW(" + strings.Join(exprs, ", ") + "), 0), 0)"
 }

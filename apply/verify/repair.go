@@ -23,7 +23,9 @@ import (
 // rows by their target values (read back from the target), in a
 // transaction of their own committed first; inserts go through
 // Repair.Writer, which writes source rows as the stream does (mapping,
-// conversions, the target's session settings). Equal spans cost one
+// conversions, the target's session settings); on a PostgreSQL target,
+// whose differing spans are compared by row hash, the source rows to
+// insert are read by key at each flush. Equal spans cost one
 // checksum each on a PostgreSQL target; on a MySQL one every span is read,
 // as verify reads it.
 //

@@ -6,19 +6,20 @@
 //
 // A table with a key is cut into spans of about Config.SpanRows source
 // rows by key (when every key column sorts alike on both servers; else one
-// span). For each span both sides are read in key order, streamed, and
-// merged: each row is hashed from its normal form, the span's counts and
-// hashes are compared, and the keys only the source has (missing), only
-// the target has (extra) or both have with other values (different) are
+// span; bounds.go cuts a single integer key without reading it). For each
+// span both sides are read in key order, streamed, and merged: rows are
+// matched by key, their other values compared (normalized only where they
+// differ as read), and the keys only the source has (missing), only the
+// target has (extra) or both have with other values (different) are
 // listed. Memory holds one row per side and the listed keys, never a
 // table. A table without a key is compared by its row count and sums of
 // row hashes (a multiset), without keys.
 //
 // On a PostgreSQL target both servers first count each span and sum its
-// row hashes; only spans where they disagree are streamed and merged. On
-// a MySQL target every span is streamed and the checksums are computed
-// here, because only here can a source value be converted as the target
-// writer converts it.
+// row hashes; only spans where they disagree are streamed, as keys and
+// row hashes (hashed.go). On a MySQL target every span is streamed whole,
+// because only here can a source value be converted as the target writer
+// converts it.
 //
 // While decant run applies changes, a span read on both sides at slightly
 // different moments may differ only in passing: spans that differ are read
