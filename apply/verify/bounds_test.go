@@ -41,3 +41,29 @@ func TestEstimateRows(t *testing.T) {
 		}
 	}
 }
+
+// TestSumStats: checksums pay for the first sumTrial spans, then only
+// while at most 3 in 4 of them differed.
+func TestSumStats(t *testing.T) {
+	var s sumStats
+	for i := 0; i < sumTrial; i++ {
+		if !s.pay() {
+			t.Fatalf("checksum %d does not pay before the trial is over", i)
+		}
+		s.tried()
+		s.differed()
+	}
+	if s.pay() {
+		t.Error("checksums pay after every one differed")
+	}
+	var m sumStats
+	for i := 0; i < sumTrial; i++ {
+		m.tried()
+		if i%2 == 0 {
+			m.differed()
+		}
+	}
+	if !m.pay() {
+		t.Error("checksums do not pay when half of them found equal spans")
+	}
+}

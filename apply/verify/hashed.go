@@ -16,12 +16,11 @@ import (
 )
 
 // On a PostgreSQL target a span whose checksums differ is not streamed
-// whole: each server sends every row's key and the hash of its text
-// (rowHashSQL, as sumSQL adds up), and the
-// merge compares those. A resync then reads the full source rows of only
-// the keys it inserts, by key, on a session of its own. The keys, the
-// hashes and the rows sent shrink what crosses the network and what is
-// parsed and hashed here to a few bytes a row.
+// whole: each server sends every row's key and row hash (rowHashSQL, the
+// hash sumSQL adds up), and the merge compares those. A resync then reads
+// the full source rows of only the keys it inserts, by key, on a session
+// of its own. What crosses the network and is parsed here shrinks to a
+// few bytes a row.
 
 // hashedView is t as the hashed comparison reads it: the key columns,
 // then the row's hash; merged as text. full is t itself, whose rows a
@@ -69,7 +68,10 @@ func (w *worker) compareHashes(ctx context.Context, t *table, s span) (*spanResu
 		return nil, err
 	}
 	res, err := merge(ctx, h, srcRows, tgtRows, w.cfg.MaxKeys, fix)
-	return res, closeBoth(t, srcRows, tgtRows, err)
+	if err := closeBoth(t, srcRows, tgtRows, err); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 func closeBoth(t *table, src, tgt rawRows, err error) error {
