@@ -194,6 +194,11 @@ func (s *fakeSource) ExportSlot(context.Context) (*source.ExportedSlot, error) {
 	return source.NewExportedSlot(s.w.consistent, "snap-1", func(context.Context) { s.w.call("source.export-close") }), nil
 }
 
+func (s *fakeSource) ExportSyncSlot(context.Context) (*source.ExportedSlot, error) {
+	s.w.call("source.export-sync")
+	return source.NewExportedSlot(s.w.consistent, "snap-sync", func(context.Context) { s.w.call("source.export-sync-close") }), nil
+}
+
 func (s *fakeSource) DropSlot(context.Context) (bool, error) {
 	s.w.call("source.drop-slot")
 	existed := s.w.slot.Exists
