@@ -54,6 +54,9 @@ func TestAddTables(t *testing.T) {
 			if s := p.syncStates(); s != "public.audit copying,public.orders copying" {
 				t.Errorf("after add-tables was killed: table states %q, want both copying", s)
 			}
+			if st := p.mustDecant("status"); !strings.Contains(st, "added table    public.orders copying") {
+				t.Errorf("status does not show orders copying:\n%s", st)
+			}
 			// The run meets the tables' changes and waits for them, also
 			// while no add-tables runs.
 			waitFor(t, 3*time.Minute, func() bool { return strings.Contains(run.stderr.String(), waitLine) })
@@ -77,6 +80,9 @@ func TestAddTables(t *testing.T) {
 				t.Errorf("run never said it went on after the copy:\n%s", log)
 			}
 			p.catchUp()
+			if st := p.mustDecant("status"); !strings.Contains(st, "added table    public.orders ready, copied as of") || !strings.Contains(st, "added table    public.audit ready") {
+				t.Errorf("status does not show the added tables ready:\n%s", st)
+			}
 			out = p.mustDecant("add-tables", "public.orders")
 			if !strings.Contains(out, "public.orders is replicated already") {
 				t.Errorf("add-tables of a ready table: %s", out)

@@ -103,7 +103,7 @@ func (e *env) addTables(ctx context.Context, o AddTablesOptions) (AddTablesResul
 	if err != nil {
 		return res, err
 	}
-	if err := bulk.SetSyncs(ctx, e.cfg.Target, e.cfg.Pipeline, syncs(names, checkpoint.SyncCopying, 0)); err != nil {
+	if err := tgt.SetSyncs(ctx, syncs(names, checkpoint.SyncCopying, 0)); err != nil {
 		return res, err
 	}
 	if err := e.publish(ctx, src, names, appendOnly); err != nil {
@@ -118,7 +118,7 @@ func (e *env) addTables(ctx context.Context, o AddTablesOptions) (AddTablesResul
 	if res.Rows, err = e.copyAdded(ctx, src, tgt, tables, exp, o); err != nil {
 		return res, fmt.Errorf("add-tables copy: %w (the stream waits for these tables meanwhile: run decant add-tables again to copy them from a new snapshot)", err)
 	}
-	if err := bulk.SetSyncs(ctx, e.cfg.Target, e.cfg.Pipeline, syncs(names, checkpoint.SyncReady, exp.Consistent)); err != nil {
+	if err := tgt.SetSyncs(ctx, syncs(names, checkpoint.SyncReady, exp.Consistent)); err != nil {
 		return res, err
 	}
 	res.Added, res.AsOf = names, exp.Consistent
@@ -159,7 +159,7 @@ func (e *env) tablesToAdd(ctx context.Context, src PGSource, tgt target, o AddTa
 	if err != nil {
 		return nil, res, err
 	}
-	states, err := bulk.ReadSyncs(ctx, e.cfg.Target, e.cfg.Pipeline)
+	states, err := tgt.ReadSyncs(ctx)
 	if err != nil {
 		return nil, res, err
 	}
@@ -167,7 +167,7 @@ func (e *env) tablesToAdd(ctx context.Context, src PGSource, tgt target, o AddTa
 	for _, s := range states {
 		copying[s.Table] = s.State == checkpoint.SyncCopying
 	}
-	todo := slices.DeleteFunc(tables, func(t source.Table) bool {
+	todo := slices.DeleteFunc(slices.Clone(tables), func(t source.Table) bool {
 		published := slices.Contains(pubs.Tables, t.Name) || slices.Contains(pubs.AppendOnly, t.Name)
 		if published && !copying[t.Name] {
 			res.Already = append(res.Already, t.Name)
@@ -204,16 +204,15 @@ func (e *env) copyAdded(ctx context.Context, src PGSource, tgt target, tables []
 	for i, d := range defs {
 		names[i] = d.Name
 	}
-	copyState := SyncPipeline(e.cfg.Pipeline)
 	if err := tgt.Empty(ctx, names); err != nil {
 		return 0, err
 	}
-	if err := bulk.Forget(ctx, e.cfg.Target, copyState); err != nil {
+	if err := tgt.ForgetAddCopy(ctx); err != nil {
 		return 0, err
 	}
 	prog := &copySizes{next: o.Progress, bytes: map[source.TableName]int64{}}
 	res, err := e.copyResuming(ctx, bulk.Config{
-		Source: e.cfg.Source, Snapshot: exp.Snapshot, AsOf: exp.Consistent, Target: e.cfg.Target, Pipeline: copyState,
+		Source: e.cfg.Source, Snapshot: exp.Snapshot, AsOf: exp.Consistent, Target: e.cfg.Target, Pipeline: SyncPipeline(e.cfg.Pipeline),
 		Tables: defs, Router: e.cfg.Router, Columns: e.cfg.Columns, Policy: e.cfg.Policy, Jobs: o.Jobs, SplitBytes: o.SplitBytes,
 		Progress: prog, Logger: e.cfg.Logger,
 	})
@@ -224,7 +223,7 @@ func (e *env) copyAdded(ctx context.Context, src PGSource, tgt target, tables []
 	if o.Progress != nil {
 		o.Progress.Finished(res, exp.Consistent)
 	}
-	return res.Rows, bulk.Forget(ctx, e.cfg.Target, copyState)
+	return res.Rows, tgt.ForgetAddCopy(ctx)
 }
 
 func syncs(names []source.TableName, state checkpoint.SyncState, asOf source.LSN) []checkpoint.TableSync {
