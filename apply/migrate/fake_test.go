@@ -340,6 +340,9 @@ func (t *fakeTarget) SetSyncs(_ context.Context, syncs []checkpoint.TableSync) e
 	return nil
 }
 
-func (t *fakeTarget) ForgetAddCopy(context.Context) error { t.w.call("target.forget-add-copy"); return nil }
+func (t *fakeTarget) ForgetAddCopy(context.Context) error {
+	t.w.call("target.forget-add-copy")
+	return nil
+}
 
 func (t *fakeTarget) Close(context.Context) { t.w.call("target.close %d", t.n) }
