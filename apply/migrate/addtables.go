@@ -95,10 +95,7 @@ func (e *env) addTables(ctx context.Context, o AddTablesOptions) (AddTablesResul
 	if err != nil || len(tables) == 0 {
 		return res, err
 	}
-	appendOnly, _, err := appendOnlyTables(tables, o.AppendOnly)
-	if err != nil {
-		return res, err
-	}
+	appendOnly := keylessAmong(tables, o.AppendOnly)
 	names, _, err := e.checkTables(ctx, src, tgt, tables, appendOnly, InitOptions{CreateTables: o.CreateTables})
 	if err != nil {
 		return res, err
@@ -108,6 +105,9 @@ func (e *env) addTables(ctx context.Context, o AddTablesOptions) (AddTablesResul
 	}
 	if err := e.publish(ctx, src, names, appendOnly); err != nil {
 		return res, err
+	}
+	for _, t := range appendOnly {
+		e.cfg.Logger.Warn("append-only table: its UPDATEs and DELETEs on the source are not replicated, only INSERTs and TRUNCATEs", "table", t.String())
 	}
 	exp, err := src.ExportSyncSlot(ctx)
 	if err != nil {
@@ -224,6 +224,21 @@ func (e *env) copyAdded(ctx context.Context, src PGSource, tgt target, tables []
 		o.Progress.Finished(res, exp.Consistent)
 	}
 	return res.Rows, tgt.ForgetAddCopy(ctx)
+}
+
+// keylessAmong names the tables without a replica identity that filter
+// matches: those add-tables publishes append-only. Unlike init, it does
+// not refuse a pattern that matches none of them, so that one
+// --append-only list (in a shared configuration file) serves init and
+// every add-tables; a keyless table it misses is refused all the same.
+func keylessAmong(tables []source.Table, filter source.TableFilter) []source.TableName {
+	var out []source.TableName
+	for _, t := range tables {
+		if !filter.Empty() && !t.Replicable() && filter.Match(t.Name.Schema, t.Name.Name) {
+			out = append(out, t.Name)
+		}
+	}
+	return out
 }
 
 func syncs(names []source.TableName, state checkpoint.SyncState, asOf source.LSN) []checkpoint.TableSync {

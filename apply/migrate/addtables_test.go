@@ -114,3 +114,28 @@ func TestAddTablesNotInitialized(t *testing.T) {
 		t.Errorf("refused add-tables changed something:\n%s", strings.Join(w.calls, "\n"))
 	}
 }
+
+// A keyless table is refused unless --append-only names it, as init
+// refuses it; named, it joins the append-only publication. A pattern
+// that matches none of the tables is no error for add-tables.
+func TestAddTablesKeyless(t *testing.T) {
+	tableC := source.TableName{Schema: "public", Name: "c"}
+	w := initialized(t)
+	w.tables = append(w.tables, source.Table{Name: tableC, Identity: source.IdentityDefault})
+	_, err := w.env().addTables(context.Background(), addOptions())
+	if err == nil || !strings.Contains(err.Error(), "public.c") || !strings.Contains(err.Error(), "--append-only") {
+		t.Fatalf("keyless table without --append-only: %v, want a refusal naming public.c and --append-only", err)
+	}
+	if w.has("target.sync") || w.has("source.publication") {
+		t.Errorf("refused add-tables changed something:\n%s", strings.Join(w.calls, "\n"))
+	}
+	o := addOptions()
+	o.AppendOnly, _ = source.ParseTableFilter("public.c,public.nothing")
+	res, err := w.env().addTables(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(w.publishedAppendOnly, []source.TableName{tableC}) || slices.Contains(w.publishedWhole, tableC) || len(res.Added) != 2 {
+		t.Errorf("published whole %v, append-only %v, added %v; want c append-only, b and c added", w.publishedWhole, w.publishedAppendOnly, res.Added)
+	}
+}
