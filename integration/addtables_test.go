@@ -22,9 +22,9 @@ INSERT INTO audit SELECT i, 'before' FROM generate_series(1, 2000) i;
 `
 
 // TestAddTables: while decant run applies a write load on the pipeline's
-// tables, add-tables brings in orders (keyed) and audit (keyless,
-// --append-only) with their rows, while a writer changes both, in
-// transactions that also write to a table the pipeline had. The first
+// tables (three clients), add-tables brings in orders (keyed) and audit
+// (keyless, --append-only) with their rows, while a fourth client changes
+// both, in transactions that also write to a table the pipeline had. The first
 // add-tables is SIGKILLed mid-copy; run meets the tables' changes and
 // waits for them, and says so; the second add-tables finishes the copy
 // and run goes on. At the end the target equals the
@@ -41,7 +41,7 @@ func TestAddTables(t *testing.T) {
 			done := make(chan error, 2)
 			go func() {
 				for !stop.Load() {
-					if _, err := workload(t, p.src, 2, 50); err != nil {
+					if _, err := workload(t, p.src, 3, 50); err != nil {
 						done <- err
 						return
 					}
