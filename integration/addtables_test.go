@@ -87,6 +87,10 @@ func TestAddTables(t *testing.T) {
 			if !strings.Contains(out, "public.orders is replicated already") {
 				t.Errorf("add-tables of a ready table: %s", out)
 			}
+			p.mustDecant("drop", "--yes")
+			if s := p.syncStates(); s != "" {
+				t.Errorf("after drop: table states %q, want none", s)
+			}
 		})
 	}
 }
