@@ -151,7 +151,8 @@ func New(cfg Config, src Source, tgt Target) *Pipeline {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	p := &Pipeline{cfg: cfg, src: src, tgt: tgt, log: log, obs: observer(cfg), sync: newSyncGate(cfg.TableSyncs, log)}
+	p := &Pipeline{cfg: cfg, src: src, tgt: tgt, log: log, obs: observer(cfg)}
+	p.sync = newSyncGate(cfg.TableSyncs, log, p.obs.Beat)
 	if d, ok := tgt.(DurableTarget); ok {
 		p.durable = d
 	}
@@ -416,7 +417,7 @@ func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started, con
 	if err != nil {
 		return err
 	}
-	if err := p.sync.load(ctx); err != nil {
+	if err := p.sync.start(ctx); err != nil {
 		return err
 	}
 	if p.cfg.CatchUp && cp.End >= *stopAt {

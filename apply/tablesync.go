@@ -19,22 +19,39 @@ import (
 // committed before the copy's snapshot) has its changes to the table
 // dropped, any later one applied.
 
-// syncPoll is how often a stream waiting for a copy reads the states.
-const syncPoll = 500 * time.Millisecond
+// syncPoll is how often a stream waiting for a copy reads the states,
+// and syncReload how old they may grow before a change reads them again.
+const (
+	syncPoll   = 500 * time.Millisecond
+	syncReload = 30 * time.Second
+)
 
 // syncGate decides, change by change, what the stream applies of the
-// tables add-tables brings in. It reads the states at a session's start
-// and again whenever a change comes for a table it has not looked up
-// since, which a table that joined the publication always is.
+// tables add-tables brings in. It reads the states at a session's start,
+// again whenever a change comes for a table the session has not seen
+// before (which a table that just joined the publication always is), and
+// at most every syncReload otherwise: one read per new table, not one per
+// change.
 type syncGate struct {
-	read   func(ctx context.Context) ([]checkpoint.TableSync, error)
-	log    *slog.Logger
+	read func(ctx context.Context) ([]checkpoint.TableSync, error)
+	log  *slog.Logger
+	// beat tells the Observer that the apply loop, waiting here for a
+	// copy, is alive: a wait is no hang (/healthz).
+	beat   func(time.Time)
 	states map[source.TableName]checkpoint.TableSync
-	looked map[source.TableName]bool // tables seen since the states were read
+	looked map[source.TableName]bool // tables the session has seen
+	loaded time.Time                 // when the states were read
 }
 
-func newSyncGate(read func(ctx context.Context) ([]checkpoint.TableSync, error), log *slog.Logger) *syncGate {
-	return &syncGate{read: read, log: log}
+func newSyncGate(read func(ctx context.Context) ([]checkpoint.TableSync, error), log *slog.Logger, beat func(time.Time)) *syncGate {
+	return &syncGate{read: read, log: log, beat: beat}
+}
+
+// start reads the states as a session starts, and forgets the tables
+// the session before saw.
+func (s *syncGate) start(ctx context.Context) error {
+	s.looked = map[source.TableName]bool{}
+	return s.load(ctx)
 }
 
 // load reads the states again; a gate without a reader has none.
@@ -50,8 +67,23 @@ func (s *syncGate) load(ctx context.Context) error {
 	for _, st := range syncs {
 		s.states[st.Table] = st
 	}
-	s.looked = map[source.TableName]bool{}
+	s.loaded = time.Now()
 	return nil
+}
+
+// lookup returns table's state, reading the states first when the table
+// is new to the session or they have grown old.
+func (s *syncGate) lookup(ctx context.Context, table source.TableName) (checkpoint.TableSync, error) {
+	if s.looked == nil {
+		s.looked = map[source.TableName]bool{}
+	}
+	if !s.looked[table] || time.Since(s.loaded) > syncReload {
+		if err := s.load(ctx); err != nil {
+			return checkpoint.TableSync{}, err
+		}
+		s.looked[table] = true
+	}
+	return s.states[table], nil
 }
 
 // filter returns the changes of txn the stream applies: those to tables
@@ -129,13 +161,11 @@ func (s *syncGate) copying(ctx context.Context, changes []source.Change) (bool, 
 	}
 	for i := range changes {
 		for _, rel := range touched(&changes[i]) {
-			if !s.looked[rel.Table()] {
-				if err := s.load(ctx); err != nil {
-					return false, err
-				}
-				s.looked[rel.Table()] = true
+			st, err := s.lookup(ctx, rel.Table())
+			if err != nil {
+				return false, err
 			}
-			if s.states[rel.Table()].State == checkpoint.SyncCopying {
+			if st.State == checkpoint.SyncCopying {
 				return true, nil
 			}
 		}
@@ -168,18 +198,11 @@ func (s *syncGate) streamed(ctx context.Context, c source.Chunk, stored source.L
 	return nil
 }
 
-// state returns table's state, reading the states again for a table not
-// looked up since they were read, and waiting while it is copying.
+// state returns table's state (lookup), waiting while it is copying.
 func (s *syncGate) state(ctx context.Context, txn *source.Txn, table source.TableName) (checkpoint.TableSync, error) {
-	if !s.looked[table] {
-		if err := s.load(ctx); err != nil {
-			return checkpoint.TableSync{}, err
-		}
-		s.looked[table] = true
-	}
-	st, ok := s.states[table]
-	if !ok || st.State != checkpoint.SyncCopying {
-		return st, nil
+	st, err := s.lookup(ctx, table)
+	if err != nil || st.State != checkpoint.SyncCopying {
+		return st, err
 	}
 	s.log.Warn("waiting for decant add-tables to finish copying the table: the stream holds here until its copy is ready (it does not spool the table's changes meanwhile)",
 		"table", table.String(), "commit", txn.Commit.String(), "xid", txn.Xid)
@@ -188,12 +211,13 @@ func (s *syncGate) state(ctx context.Context, txn *source.Txn, table source.Tabl
 		select {
 		case <-ctx.Done():
 			return st, ctx.Err()
-		case <-time.After(syncPoll):
+		case now := <-time.After(syncPoll):
+			s.beat(now)
 		}
 		if err := s.load(ctx); err != nil {
 			return st, err
 		}
-		s.looked[table] = true
+		var ok bool
 		if st, ok = s.states[table]; !ok {
 			return st, fmt.Errorf("table %s: its add-tables state disappeared from the target while the stream waited for its copy (decant drop?)", table)
 		}

@@ -71,7 +71,7 @@ func TestSyncGateDropsWhatTheCopyHolds(t *testing.T) {
 		{0x300, "orders,accounts,truncate orders,truncate accounts,truncate orders"},
 	} {
 		r := &syncReader{states: ready(0x200)}
-		g := newSyncGate(r.read, slog.New(slog.DiscardHandler))
+		g := newSyncGate(r.read, slog.New(slog.DiscardHandler), func(time.Time) {})
 		got, err := g.filter(context.Background(), &source.Txn{Xid: 1, Commit: c.commit}, changes)
 		if err != nil {
 			t.Fatal(err)
@@ -99,8 +99,9 @@ func TestSyncGateWaitsForCopy(t *testing.T) {
 		}
 	}
 	var log bytes.Buffer
-	g := newSyncGate(r.read, slog.New(slog.NewTextHandler(&log, nil)))
-	if err := g.load(context.Background()); err != nil { // a session starts: no state yet
+	beats := 0
+	g := newSyncGate(r.read, slog.New(slog.NewTextHandler(&log, nil)), func(time.Time) { beats++ })
+	if err := g.start(context.Background()); err != nil { // a session starts: no state yet
 		t.Fatal(err)
 	}
 	other := []source.Change{{Op: source.OpInsert, Rel: otherRel}}
@@ -122,6 +123,9 @@ func TestSyncGateWaitsForCopy(t *testing.T) {
 	if !strings.Contains(log.String(), "waiting for decant add-tables to finish copying") || !strings.Contains(log.String(), "copy is ready") {
 		t.Errorf("the wait was not logged:\n%s", log.String())
 	}
+	if beats == 0 {
+		t.Error("the wait did not tell the Observer that the apply loop is alive")
+	}
 	if n := strings.Count(log.String(), "waiting for decant"); n != 1 {
 		t.Errorf("the wait was logged more than once:\n%s", log.String())
 	}
@@ -131,7 +135,7 @@ func TestSyncGateWaitsForCopy(t *testing.T) {
 func TestSyncGateWaitEndsWithContext(t *testing.T) {
 	r := &syncReader{states: []checkpoint.TableSync{{Table: addedRel.Table(), State: checkpoint.SyncCopying}}}
 	r.next = func(int) []checkpoint.TableSync { return r.states }
-	g := newSyncGate(r.read, slog.New(slog.DiscardHandler))
+	g := newSyncGate(r.read, slog.New(slog.DiscardHandler), func(time.Time) {})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := g.filter(ctx, &source.Txn{Commit: 0x100}, []source.Change{{Op: source.OpInsert, Rel: addedRel}}); err != context.Canceled {
@@ -144,7 +148,7 @@ func TestSyncGateWaitEndsWithContext(t *testing.T) {
 func TestSyncGateStreamed(t *testing.T) {
 	r := &syncReader{states: ready(0x200)}
 	r.next = func(int) []checkpoint.TableSync { return ready(0x200) }
-	g := newSyncGate(r.read, slog.New(slog.DiscardHandler))
+	g := newSyncGate(r.read, slog.New(slog.DiscardHandler), func(time.Time) {})
 	c := source.Chunk{Txn: &source.Txn{Xid: 9, Streamed: true}, Changes: []source.Change{{Op: source.OpInsert, Rel: addedRel}}}
 	if err := g.streamed(context.Background(), c, 0x100); err == nil || !strings.Contains(err.Error(), "--stream-apply spool") {
 		t.Errorf("streamed before the copy's position: %v, want an error naming --stream-apply spool", err)
@@ -196,5 +200,28 @@ func TestPipelineWaitsForAddedTable(t *testing.T) {
 	want := "open; begin; apply 1×1; checkpoint 0/108 xid 1; commit; checkpoint 0/158 alone; begin; apply 3×2; checkpoint 0/400 xid 3; commit"
 	if got := tgt.calls(); got != want {
 		t.Errorf("calls:\n got %s\nwant %s", got, want)
+	}
+}
+
+// Changes alternating between tables read the states once per table new
+// to the session, not once per change.
+func TestSyncGateReadsOncePerNewTable(t *testing.T) {
+	r := &syncReader{states: ready(0x200)}
+	r.next = func(int) []checkpoint.TableSync { return ready(0x200) }
+	g := newSyncGate(r.read, slog.New(slog.DiscardHandler), func(time.Time) {})
+	if err := g.start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		rel := []*source.Relation{addedRel, otherRel}[i%2]
+		if _, err := g.filter(context.Background(), &source.Txn{Commit: 0x300}, []source.Change{{Op: source.OpInsert, Rel: rel}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r.reads != 3 {
+		t.Errorf("%d reads of the states for 100 changes to 2 tables, want 3 (the start, each table once)", r.reads)
+	}
+	if err := g.start(context.Background()); err != nil || r.reads != 4 {
+		t.Errorf("a new session: %d reads, %v; want 4", r.reads, err)
 	}
 }
