@@ -80,6 +80,9 @@ func TestAddTables(t *testing.T) {
 				t.Errorf("run never said it went on after the copy:\n%s", log)
 			}
 			p.catchUp()
+			if out, errOut, code := p.decant("verify"); code != 0 {
+				t.Errorf("verify after add-tables: exit %d\n%s%s", code, out, errOut)
+			}
 			if st := p.mustDecant("status"); !strings.Contains(st, "added table    public.orders ready, copied as of") || !strings.Contains(st, "added table    public.audit ready") {
 				t.Errorf("status does not show the added tables ready:\n%s", st)
 			}
