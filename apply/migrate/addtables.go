@@ -111,7 +111,7 @@ func (e *env) addTables(ctx context.Context, o AddTablesOptions) (AddTablesResul
 	}
 	exp, err := src.ExportSyncSlot(ctx)
 	if err != nil {
-		return res, err
+		return res, fmt.Errorf("add-tables of pipeline %s: %w (if its temporary slot exists, another add-tables of the pipeline is running: let it finish, then run this one again)", e.cfg.Pipeline, err)
 	}
 	defer exp.Close(context.WithoutCancel(ctx))
 	e.cfg.Logger.Info("temporary slot created with an exported snapshot; copying the added tables as of it", "consistent_point", exp.Consistent.String(), "tables", len(names))
