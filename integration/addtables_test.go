@@ -26,8 +26,8 @@ INSERT INTO audit SELECT i, 'before' FROM generate_series(1, 2000) i;
 // (keyless, --append-only) with their rows, while a fourth client changes
 // both, in transactions that also write to a table the pipeline had. The first
 // add-tables is SIGKILLed mid-copy; run meets the tables' changes and
-// waits for them, and says so; the second add-tables finishes the copy
-// and run goes on. At the end the target equals the
+// waits for them, and says so (SIGKILLed then, run waits again); the
+// second add-tables finishes the copy and run goes on. At the end the target equals the
 // source on every table and both tables are ready; on both targets.
 func TestAddTables(t *testing.T) {
 	for _, kind := range []string{"postgres", "mariadb"} {
@@ -59,6 +59,11 @@ func TestAddTables(t *testing.T) {
 			}
 			// The run meets the tables' changes and waits for them, also
 			// while no add-tables runs.
+			waitFor(t, 3*time.Minute, func() bool { return strings.Contains(run.stderr.String(), waitLine) })
+			// Killed while it waits, run starts again from its checkpoint,
+			// before the table's first change, and waits there again.
+			run.kill()
+			run = p.start()
 			waitFor(t, 3*time.Minute, func() bool { return strings.Contains(run.stderr.String(), waitLine) })
 			out := p.mustDecant("add-tables", "public.orders,public.audit", "--create-tables", "--append-only", "public.audit", "--jobs", "2")
 			if !strings.Contains(out, "added 2 table(s)") {
