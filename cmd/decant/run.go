@@ -167,8 +167,12 @@ func runPipeline(ctx context.Context, c config, o runOptions, log *slog.Logger, 
 	if err != nil {
 		return usageError{err}
 	}
-	p := apply.New(apply.Config{CatchUp: o.catchUp, SlotWait: o.slotWait, RetryFor: o.retryFor, SlotCheck: o.slotCheck,
-		OnSlotLost: o.slotLostHandler(c, log), Observer: ob.observer(), Logger: log}, reader, target)
+	cfg := apply.Config{CatchUp: o.catchUp, SlotWait: o.slotWait, RetryFor: o.retryFor, SlotCheck: o.slotCheck,
+		OnSlotLost: o.slotLostHandler(c, log), Observer: ob.observer(), Logger: log}
+	if !c.gaussSource() {
+		cfg.TableSyncs = migrate.TableSyncs(c.workflow(log))
+	}
+	p := apply.New(cfg, reader, target)
 	ob.streaming(ctx, log)
 	return p.Run(ctx)
 }
