@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -95,14 +96,13 @@ func (s *syncGate) filter(ctx context.Context, txn *source.Txn, changes []source
 		return changes, nil
 	}
 	drop := false
-	for i := range changes {
-		for _, rel := range touched(&changes[i]) {
-			st, err := s.state(ctx, txn, rel.Table())
-			if err != nil {
-				return nil, err
-			}
-			drop = drop || (st.State == checkpoint.SyncReady && st.Copied(txn))
-		}
+	err := eachTable(changes, func(rel *source.Relation) error {
+		st, err := s.state(ctx, txn, rel.Table())
+		drop = drop || (st.State == checkpoint.SyncReady && st.Copied(txn))
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	if !drop {
 		return changes, nil
@@ -142,16 +142,36 @@ func (s *syncGate) keep(txn *source.Txn, c source.Change) (source.Change, bool) 
 	return c, true
 }
 
-// touched lists the tables a change writes to.
-func touched(c *source.Change) []*source.Relation {
-	if c.Op == source.OpTruncate && len(c.Truncated) > 0 {
-		return c.Truncated
+// eachTable calls f with each table the changes write to: once for a run
+// of changes to one relation, so that a chunk of a bulk load costs a
+// lookup, not one per row (this is on the apply loop's path for every
+// change).
+func eachTable(changes []source.Change, f func(*source.Relation) error) error {
+	var last *source.Relation
+	for i := range changes {
+		c := &changes[i]
+		if c.Op == source.OpTruncate && len(c.Truncated) > 0 {
+			for _, rel := range c.Truncated {
+				if err := f(rel); err != nil {
+					return err
+				}
+			}
+			last = nil
+			continue
+		}
+		if c.Rel == nil || c.Op == source.OpDDL || c.Rel == last {
+			continue
+		}
+		last = c.Rel
+		if err := f(c.Rel); err != nil {
+			return err
+		}
 	}
-	if c.Rel == nil || c.Op == source.OpDDL {
-		return nil
-	}
-	return []*source.Relation{c.Rel}
+	return nil
 }
+
+// errCopying ends eachTable at a table still copying.
+var errCopying = errors.New("copying")
 
 // copying reports whether a change writes to a table still copying, so
 // that the stream is about to wait (filter waits).
@@ -159,18 +179,17 @@ func (s *syncGate) copying(ctx context.Context, changes []source.Change) (bool, 
 	if s.read == nil {
 		return false, nil
 	}
-	for i := range changes {
-		for _, rel := range touched(&changes[i]) {
-			st, err := s.lookup(ctx, rel.Table())
-			if err != nil {
-				return false, err
-			}
-			if st.State == checkpoint.SyncCopying {
-				return true, nil
-			}
+	err := eachTable(changes, func(rel *source.Relation) error {
+		st, err := s.lookup(ctx, rel.Table())
+		if err == nil && st.State == checkpoint.SyncCopying {
+			return errCopying
 		}
+		return err
+	})
+	if errors.Is(err, errCopying) {
+		return true, nil
 	}
-	return false, nil
+	return false, err
 }
 
 // streamed judges a chunk of a transaction streamed while in progress,
@@ -183,19 +202,14 @@ func (s *syncGate) streamed(ctx context.Context, c source.Chunk, stored source.L
 	if s.read == nil {
 		return nil
 	}
-	for i := range c.Changes {
-		for _, rel := range touched(&c.Changes[i]) {
-			st, err := s.state(ctx, c.Txn, rel.Table())
-			if err != nil {
-				return err
-			}
-			if st.State == checkpoint.SyncReady && st.AsOf > stored {
-				return fmt.Errorf("transaction xid %d, streamed while in progress, writes to table %s, whose add-tables copy was taken at %s, past the checkpoint %s: it may be in the copy already; run decant run with --stream-apply spool until the pipeline has passed %s",
-					c.Txn.Xid, rel.Table(), st.AsOf, stored, st.AsOf)
-			}
+	return eachTable(c.Changes, func(rel *source.Relation) error {
+		st, err := s.state(ctx, c.Txn, rel.Table())
+		if err == nil && st.State == checkpoint.SyncReady && st.AsOf > stored {
+			err = fmt.Errorf("transaction xid %d, streamed while in progress, writes to table %s, whose add-tables copy was taken at %s, past the checkpoint %s: it may be in the copy already; run decant run with --stream-apply spool until the pipeline has passed %s",
+				c.Txn.Xid, rel.Table(), st.AsOf, stored, st.AsOf)
 		}
-	}
-	return nil
+		return err
+	})
 }
 
 // state returns table's state (lookup), waiting while it is copying.

@@ -225,3 +225,33 @@ func TestSyncGateReadsOncePerNewTable(t *testing.T) {
 		t.Errorf("a new session: %d reads, %v; want 4", r.reads, err)
 	}
 }
+
+// The gate is on the apply loop's path for every change: a chunk of
+// changes to tables it knows costs no allocation.
+func TestSyncGateCostsNoAllocationPerChange(t *testing.T) {
+	r := &syncReader{}
+	g := newSyncGate(r.read, slog.New(slog.DiscardHandler), func(time.Time) {})
+	ctx := context.Background()
+	if err := g.start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	changes := make([]source.Change, 512)
+	for i := range changes {
+		changes[i] = source.Change{Op: source.OpInsert, Rel: []*source.Relation{addedRel, otherRel}[i/256]}
+	}
+	txn := &source.Txn{Commit: 0x300}
+	if _, err := g.filter(ctx, txn, changes); err != nil { // each table seen once
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := g.copying(ctx, changes); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.filter(ctx, txn, changes); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 4 {
+		t.Errorf("%.0f allocations for a chunk of 512 changes, want a few per chunk at most", allocs)
+	}
+}
