@@ -141,6 +141,11 @@ type Origin struct {
 	// Net: the statement applies the net change of several source
 	// changes (Net); Txn is the last of their transactions.
 	Net bool
+	// Policy, when not PolicyError, says the statement resolves a
+	// conflict of kind Conflict and logs it: the rows it reports are
+	// the conflicts it logged (none or one).
+	Conflict ConflictKind
+	Policy   ConflictPolicy
 }
 
 // Fail wraps err as the Error of this origin.

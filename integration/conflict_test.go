@@ -1,0 +1,150 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The conflict keys are distinctive so that the test can tell they never
+// reach decant's output.
+const (
+	keyExists  = "kx-exists-7f3a"
+	keyMissing = "kx-missing-7f3a"
+	keyGone    = "kx-gone-7f3a"
+)
+
+// TestConflictPolicies, on a PostgreSQL target pre-seeded to conflict:
+// one source transaction meets insert_exists, update_missing and
+// delete_missing. error stops on each kind (exit 3); skip leaves the
+// target rows and logs the three; apply makes the target row the
+// source's (the update's row inserted, the insert turned into an update).
+// Every resolved conflict is in decant.conflicts once, also after a run
+// killed with SIGKILL while its transaction waited; no key is in
+// decant's output.
+func TestConflictPolicies(t *testing.T) {
+	for _, kind := range []string{"insert_exists", "update_missing", "delete_missing"} {
+		t.Run("error/"+kind, func(t *testing.T) { testConflictError(t, kind) })
+	}
+	t.Run("skip", func(t *testing.T) {
+		p := conflictPair(t)
+		out := p.mustDecant("run", "--catch-up", "--log-level", "debug",
+			"--on-conflict", "insert_exists=skip", "--on-conflict", "update_missing=skip", "--on-conflict", "delete_missing=skip")
+		assertNoKeys(t, out)
+		s := skipSides{p}
+		if got := s.value(`SELECT string_agg(k || ':' || v, ',' ORDER BY k) FROM items`); got != keyExists+":target,kx-plain:plain" {
+			t.Errorf("target rows after skip: %q", got)
+		}
+		p.assertConflictLog("delete_missing skip " + keyGone + ",insert_exists skip " + keyExists + ",update_missing skip " + keyMissing)
+	})
+	t.Run("apply", func(t *testing.T) {
+		p := conflictPair(t)
+		// Per table in the file: items applies; the flag's delete policy
+		// holds for every table.
+		cfg := filepath.Join(t.TempDir(), "decant.yaml")
+		if err := os.WriteFile(cfg, []byte("conflicts:\n  public.items: {insert_exists: apply, update_missing: apply}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s := skipSides{p}
+		release := s.lockCheckpoint()
+		a := p.start("--config", cfg, "--on-conflict", "delete_missing=skip")
+		waitFor(t, 30*time.Second, func() bool { return s.lockWaits() > 0 || a.exited() })
+		if a.exited() {
+			t.Fatalf("run ended before it waited for the checkpoint row: %v\n%s", a.err, a.stderr.String())
+		}
+		a.kill()
+		release()
+		if got := s.value(`SELECT count(*) FROM decant.conflicts`); got != "0" {
+			t.Errorf("%s conflict rows after the killed run, want 0", got)
+		}
+		out := p.mustDecant("run", "--catch-up", "--config", cfg, "--on-conflict", "delete_missing=skip")
+		assertNoKeys(t, out+a.stderr.String())
+		if got := s.value(`SELECT string_agg(k || ':' || v, ',' ORDER BY k) FROM items`); got != keyExists+":source,"+keyMissing+":updated,kx-plain:plain" {
+			t.Errorf("target rows after apply: %q", got)
+		}
+		p.assertConflictLog("delete_missing skip " + keyGone + ",insert_exists apply " + keyExists + ",update_missing apply " + keyMissing)
+		p.assertEqual()
+	})
+}
+
+// conflictPair sets up items on both sides, applied, then seeds the
+// target to conflict with one source transaction: an insert of a key the
+// target has, an update and a delete of keys it lacks, and an insert
+// that does not conflict.
+func conflictPair(t *testing.T) *pair {
+	p := newPair(t)
+	p.both(`CREATE TABLE items (k text PRIMARY KEY, v text, n integer)`)
+	p.mustDecant("init")
+	psql(t, p.src, `INSERT INTO items VALUES ('`+keyMissing+`', 'source', 1), ('`+keyGone+`', 'source', 2)`)
+	p.mustDecant("run", "--catch-up")
+	psql(t, p.tgt, `INSERT INTO items VALUES ('`+keyExists+`', 'target', 0); DELETE FROM items WHERE k IN ('`+keyMissing+`', '`+keyGone+`')`)
+	psql(t, p.src, `BEGIN;
+		INSERT INTO items VALUES ('`+keyExists+`', 'source', 3);
+		UPDATE items SET v = 'updated', n = 4 WHERE k = '`+keyMissing+`';
+		DELETE FROM items WHERE k = '`+keyGone+`';
+		INSERT INTO items VALUES ('kx-plain', 'plain', 5);
+		COMMIT;`)
+	return p
+}
+
+func testConflictError(t *testing.T, kind string) {
+	p := newPair(t)
+	p.both(`CREATE TABLE items (k text PRIMARY KEY, v text, n integer)`)
+	p.mustDecant("init")
+	psql(t, p.src, `INSERT INTO items VALUES ('`+keyMissing+`', 'source', 1)`)
+	p.mustDecant("run", "--catch-up")
+	change := map[string]string{
+		"insert_exists":  `INSERT INTO items VALUES ('` + keyExists + `', 'source', 3)`,
+		"update_missing": `UPDATE items SET v = 'updated' WHERE k = '` + keyMissing + `'`,
+		"delete_missing": `DELETE FROM items WHERE k = '` + keyMissing + `'`,
+	}[kind]
+	psql(t, p.tgt, `INSERT INTO items VALUES ('`+keyExists+`', 'target', 0); DELETE FROM items WHERE k = '`+keyMissing+`'`)
+	psql(t, p.src, change)
+	// The other kinds' policies do not resolve this one.
+	var others []string
+	for _, k := range []string{"insert_exists", "update_missing", "delete_missing"} {
+		if k != kind {
+			others = append(others, "--on-conflict", k+"=skip")
+		}
+	}
+	_, errOut, code := p.decant(append([]string{"run", "--catch-up", "--on-conflict", kind + "=error"}, others...)...)
+	if code != 3 {
+		t.Fatalf("run over %s with policy error: exit %d, want 3\n%s", kind, code, errOut)
+	}
+	want := "no target row matches"
+	if kind == "insert_exists" {
+		want = "duplicate key"
+	}
+	oneLineError(t, kind, errOut, want)
+	assertNoKeys(t, errOut)
+	if got := queryValue(t, p.tgt, `SELECT count(*)::text FROM decant.conflicts`); got != "0" {
+		t.Errorf("%s conflict rows after an error, want 0", got)
+	}
+}
+
+// assertConflictLog checks decant.conflicts: "kind policy key" per row,
+// by kind, all of one transaction (the checkpoint's), of this pipeline
+// and table.
+func (p *pair) assertConflictLog(want string) {
+	p.t.Helper()
+	got := queryValue(p.t, p.tgt, `SELECT string_agg(kind || ' ' || policy || ' ' || (key->>'k'), ',' ORDER BY kind) FROM decant.conflicts`)
+	if got != want {
+		p.t.Errorf("conflict log: %q, want %q", got, want)
+	}
+	xid := p.checkpointXid()
+	meta := queryValue(p.t, p.tgt, `SELECT string_agg(DISTINCT concat_ws(' ', pipeline, table_name, xid, commit_lsn > '0/0', commit_time IS NOT NULL), ',') FROM decant.conflicts`)
+	if wantMeta := p.name + " public.items " + xid + " t t"; meta != wantMeta {
+		p.t.Errorf("conflict log rows: %q, want %q", meta, wantMeta)
+	}
+}
+
+func assertNoKeys(t *testing.T, out string) {
+	t.Helper()
+	for _, k := range []string{keyExists, keyMissing, keyGone} {
+		if strings.Contains(out, k) {
+			t.Errorf("decant's output holds the key value %s:\n%s", k, out)
+		}
+	}
+}
