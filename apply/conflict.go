@@ -153,8 +153,8 @@ func (t *ConflictTally) Each(f func(ConflictKind, ConflictPolicy, int64)) {
 }
 
 // ConflictCounter is a Target that resolves conflicts by policy:
-// TakeConflicts returns what its last commit resolved and forgets it. It
-// is called after every Commit that returned without error.
+// TakeConflicts returns what its commits resolved since the last call
+// and forgets it. The pipeline calls it after every target commit.
 type ConflictCounter interface {
 	TakeConflicts() ConflictTally
 }

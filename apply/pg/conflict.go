@@ -316,3 +316,18 @@ func (t *Target) TakeConflicts() apply.ConflictTally {
 	t.committedConflicts = apply.ConflictTally{}
 	return c
 }
+
+// conflictsCommitted moves the open transaction's conflicts, just
+// committed, to those TakeConflicts returns.
+func (t *Target) conflictsCommitted() {
+	dst := t
+	if t.parent != nil {
+		dst = t.parent
+	}
+	for k := range t.conflicts {
+		for p, n := range t.conflicts[k] {
+			dst.committedConflicts[k][p] += n
+		}
+	}
+	t.conflicts = apply.ConflictTally{}
+}

@@ -84,8 +84,11 @@ type Target struct {
 	wal     *walState                   // what the sessions know of the WAL; shared with the streams' writers (durable.go)
 	gone    []int32                     // backend pids of sessions given up, until fence saw them end
 
-	// Conflicts resolved in the open transaction, and by the last commit.
+	// Conflicts resolved in the open transaction, and by the commits
+	// since TakeConflicts; a streamed transaction's writer counts its
+	// commit's in its parent's (the main writer's).
 	conflicts, committedConflicts apply.ConflictTally
+	parent                        *Target
 }
 
 var _ apply.Target = (*Target)(nil)
@@ -529,7 +532,7 @@ func (t *Target) Commit(ctx context.Context, cp checkpoint.Row) error {
 			return &apply.Error{Op: "commit", Xid: cp.Xid, Commit: cp.Commit, Err: describe(err)}
 		}
 		t.replay.Committed()
-		t.committedConflicts, t.conflicts = t.conflicts, apply.ConflictTally{}
+		t.conflictsCommitted()
 		return nil
 	})
 }

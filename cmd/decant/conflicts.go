@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
@@ -77,12 +78,18 @@ func (c *config) validateConflicts() error {
 	return nil
 }
 
+// parseConflictRules reads KIND=POLICY specs. The writers cannot yet
+// tell a row whose old values differ from a missing one, so the differs
+// kinds take error only.
 func parseConflictRules(specs []string) ([]apply.ConflictRule, error) {
 	var rules []apply.ConflictRule
 	for _, spec := range specs {
 		r, err := apply.ParseConflictRule(spec)
 		if err != nil {
 			return nil, err
+		}
+		if (r.Kind == apply.UpdateDiffers || r.Kind == apply.DeleteDiffers) && r.Policy != apply.PolicyError {
+			return nil, fmt.Errorf("%s=%s is not supported yet: updates and deletes of REPLICA IDENTITY FULL tables stop on every conflict; leave it out", r.Kind, r.Policy)
 		}
 		rules = append(rules, r)
 	}
