@@ -1,9 +1,11 @@
 package apply
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
+	"github.com/decant/decant/mapping"
 	"github.com/decant/decant/source"
 )
 
@@ -184,4 +186,43 @@ func (c *ConflictPolicies) Any() bool {
 		}
 	}
 	return false
+}
+
+// ConflictKey is the key of c's row as a JSON object of target column names
+// and their text values (null for NULL): the old image's where the
+// source sent one, else the new. A table without a key logs every
+// written column.
+func ConflictKey(p *mapping.Plan, c *source.Change) ([]byte, error) {
+	row := c.Old
+	if row == nil {
+		row = c.New
+	}
+	cols := p.Key
+	if len(cols) == 0 {
+		cols = p.Cols
+	}
+	var b []byte
+	b = append(b, '{')
+	for n, i := range cols {
+		if n > 0 {
+			b = append(b, ',')
+		}
+		name, _ := json.Marshal(p.Targets[i].Name)
+		b = append(b, name...)
+		b = append(b, ':')
+		v := row[i]
+		switch v.Kind {
+		case source.ValueNull:
+			b = append(b, "null"...)
+		case source.ValueUnchanged:
+			b = append(b, `"(unchanged)"`...)
+		default:
+			s, err := json.Marshal(string(v.Data))
+			if err != nil {
+				return nil, err
+			}
+			b = append(b, s...)
+		}
+	}
+	return append(b, '}'), nil
 }

@@ -16,7 +16,7 @@ const (
 	keyGone    = "kx-gone-7f3a"
 )
 
-// TestConflictPolicies, on a PostgreSQL target pre-seeded to conflict:
+// TestConflictPolicies, on both targets, pre-seeded to conflict:
 // one source transaction meets insert_exists, update_missing and
 // delete_missing. error stops on each kind (exit 3); skip leaves the
 // target rows and logs the three; apply makes the target row the
@@ -25,22 +25,32 @@ const (
 // killed with SIGKILL while its transaction waited; no key is in
 // decant's output.
 func TestConflictPolicies(t *testing.T) {
+	for _, my := range []bool{false, true} {
+		name := "postgres"
+		if my {
+			name = "mariadb"
+		}
+		t.Run(name, func(t *testing.T) { testConflictPolicies(t, my) })
+	}
+}
+
+func testConflictPolicies(t *testing.T, my bool) {
 	for _, kind := range []string{"insert_exists", "update_missing", "delete_missing"} {
-		t.Run("error/"+kind, func(t *testing.T) { testConflictError(t, kind) })
+		t.Run("error/"+kind, func(t *testing.T) { testConflictError(t, my, kind) })
 	}
 	t.Run("skip", func(t *testing.T) {
-		p := conflictPair(t)
+		p := conflictPair(t, my)
 		out := p.mustDecant("run", "--catch-up", "--log-level", "debug",
 			"--on-conflict", "insert_exists=skip", "--on-conflict", "update_missing=skip", "--on-conflict", "delete_missing=skip")
 		assertNoKeys(t, out)
 		s := skipSides{p}
-		if got := s.value(`SELECT string_agg(k || ':' || v, ',' ORDER BY k) FROM items`); got != keyExists+":target,kx-plain:plain" {
+		if got := s.rows(); got != keyExists+":target,kx-plain:plain" {
 			t.Errorf("target rows after skip: %q", got)
 		}
 		p.assertConflictLog("delete_missing skip " + keyGone + ",insert_exists skip " + keyExists + ",update_missing skip " + keyMissing)
 	})
 	t.Run("apply", func(t *testing.T) {
-		p := conflictPair(t)
+		p := conflictPair(t, my)
 		// Per table in the file: items applies; the flag's delete policy
 		// holds for every table.
 		cfg := filepath.Join(t.TempDir(), "decant.yaml")
@@ -56,12 +66,12 @@ func TestConflictPolicies(t *testing.T) {
 		}
 		a.kill()
 		release()
-		if got := s.value(`SELECT count(*) FROM decant.conflicts`); got != "0" {
+		if got := s.value(`SELECT count(*) FROM ` + s.conflicts()); got != "0" {
 			t.Errorf("%s conflict rows after the killed run, want 0", got)
 		}
 		out := p.mustDecant("run", "--catch-up", "--config", cfg, "--on-conflict", "delete_missing=skip")
 		assertNoKeys(t, out+a.stderr.String())
-		if got := s.value(`SELECT string_agg(k || ':' || v, ',' ORDER BY k) FROM items`); got != keyExists+":source,"+keyMissing+":updated,kx-plain:plain" {
+		if got := s.rows(); got != keyExists+":source,"+keyMissing+":updated,kx-plain:plain" {
 			t.Errorf("target rows after apply: %q", got)
 		}
 		p.assertConflictLog("delete_missing skip " + keyGone + ",insert_exists apply " + keyExists + ",update_missing apply " + keyMissing)
@@ -73,13 +83,16 @@ func TestConflictPolicies(t *testing.T) {
 // target to conflict with one source transaction: an insert of a key the
 // target has, an update and a delete of keys it lacks, and an insert
 // that does not conflict.
-func conflictPair(t *testing.T) *pair {
-	p := newPair(t)
-	p.both(`CREATE TABLE items (k text PRIMARY KEY, v text, n integer)`)
+func conflictPair(t *testing.T, my bool) *pair {
+	p := newTargetPair(t, my)
+	s := skipSides{p}
+	psql(t, p.src, `CREATE TABLE items (k text PRIMARY KEY, v text, n integer)`)
+	s.exec(itemsTarget(my))
 	p.mustDecant("init")
 	psql(t, p.src, `INSERT INTO items VALUES ('`+keyMissing+`', 'source', 1), ('`+keyGone+`', 'source', 2)`)
 	p.mustDecant("run", "--catch-up")
-	psql(t, p.tgt, `INSERT INTO items VALUES ('`+keyExists+`', 'target', 0); DELETE FROM items WHERE k IN ('`+keyMissing+`', '`+keyGone+`')`)
+	s.exec(`INSERT INTO items VALUES ('` + keyExists + `', 'target', 0)`)
+	s.exec(`DELETE FROM items WHERE k IN ('` + keyMissing + `', '` + keyGone + `')`)
 	psql(t, p.src, `BEGIN;
 		INSERT INTO items VALUES ('`+keyExists+`', 'source', 3);
 		UPDATE items SET v = 'updated', n = 4 WHERE k = '`+keyMissing+`';
@@ -89,9 +102,19 @@ func conflictPair(t *testing.T) *pair {
 	return p
 }
 
-func testConflictError(t *testing.T, kind string) {
-	p := newPair(t)
-	p.both(`CREATE TABLE items (k text PRIMARY KEY, v text, n integer)`)
+// itemsTarget is the items table on the target.
+func itemsTarget(my bool) string {
+	if my {
+		return `CREATE TABLE items (k VARCHAR(64) PRIMARY KEY, v TEXT, n INT)`
+	}
+	return `CREATE TABLE items (k text PRIMARY KEY, v text, n integer)`
+}
+
+func testConflictError(t *testing.T, my bool, kind string) {
+	p := newTargetPair(t, my)
+	s := skipSides{p}
+	psql(t, p.src, `CREATE TABLE items (k text PRIMARY KEY, v text, n integer)`)
+	s.exec(itemsTarget(my))
 	p.mustDecant("init")
 	psql(t, p.src, `INSERT INTO items VALUES ('`+keyMissing+`', 'source', 1)`)
 	p.mustDecant("run", "--catch-up")
@@ -100,7 +123,8 @@ func testConflictError(t *testing.T, kind string) {
 		"update_missing": `UPDATE items SET v = 'updated' WHERE k = '` + keyMissing + `'`,
 		"delete_missing": `DELETE FROM items WHERE k = '` + keyMissing + `'`,
 	}[kind]
-	psql(t, p.tgt, `INSERT INTO items VALUES ('`+keyExists+`', 'target', 0); DELETE FROM items WHERE k = '`+keyMissing+`'`)
+	s.exec(`INSERT INTO items VALUES ('` + keyExists + `', 'target', 0)`)
+	s.exec(`DELETE FROM items WHERE k = '` + keyMissing + `'`)
 	psql(t, p.src, change)
 	// The other kinds' policies do not resolve this one.
 	var others []string
@@ -113,13 +137,11 @@ func testConflictError(t *testing.T, kind string) {
 	if code != 3 {
 		t.Fatalf("run over %s with policy error: exit %d, want 3\n%s", kind, code, errOut)
 	}
-	want := "no target row matches"
-	if kind == "insert_exists" {
-		want = "duplicate key"
-	}
+	want := map[bool]map[bool]string{false: {false: "no target row matches", true: "duplicate key"},
+		true: {false: "changed rows found on the target", true: "Duplicate entry"}}[my][kind == "insert_exists"]
 	oneLineError(t, kind, errOut, want)
 	assertNoKeys(t, errOut)
-	if got := queryValue(t, p.tgt, `SELECT count(*)::text FROM decant.conflicts`); got != "0" {
+	if got := s.value(`SELECT count(*) FROM ` + s.conflicts()); got != "0" {
 		t.Errorf("%s conflict rows after an error, want 0", got)
 	}
 }
@@ -129,15 +151,40 @@ func testConflictError(t *testing.T, kind string) {
 // and table.
 func (p *pair) assertConflictLog(want string) {
 	p.t.Helper()
-	got := queryValue(p.t, p.tgt, `SELECT string_agg(kind || ' ' || policy || ' ' || (key->>'k'), ',' ORDER BY kind) FROM decant.conflicts`)
+	s := skipSides{p}
+	got, meta, table := "", "", "public.items"
+	xid := p.checkpointXid()
+	if p.mysql {
+		got = s.value("SELECT GROUP_CONCAT(CONCAT(kind, ' ', policy, ' ', JSON_UNQUOTE(JSON_EXTRACT(`key`, '$.k'))) ORDER BY kind SEPARATOR ',') FROM decant_conflicts")
+		meta = s.value(`SELECT GROUP_CONCAT(DISTINCT CONCAT_WS(' ', pipeline, table_name, xid, commit_lsn > 0, commit_time IS NOT NULL)) FROM decant_conflicts`)
+		table = "items"
+		xid += " 1 1"
+	} else {
+		got = s.value(`SELECT string_agg(kind || ' ' || policy || ' ' || (key->>'k'), ',' ORDER BY kind) FROM decant.conflicts`)
+		meta = s.value(`SELECT string_agg(DISTINCT concat_ws(' ', pipeline, table_name, xid, commit_lsn > '0/0', commit_time IS NOT NULL), ',') FROM decant.conflicts`)
+		xid += " t t"
+	}
 	if got != want {
 		p.t.Errorf("conflict log: %q, want %q", got, want)
 	}
-	xid := p.checkpointXid()
-	meta := queryValue(p.t, p.tgt, `SELECT string_agg(DISTINCT concat_ws(' ', pipeline, table_name, xid, commit_lsn > '0/0', commit_time IS NOT NULL), ',') FROM decant.conflicts`)
-	if wantMeta := p.name + " public.items " + xid + " t t"; meta != wantMeta {
+	if wantMeta := p.name + " " + table + " " + xid; meta != wantMeta {
 		p.t.Errorf("conflict log rows: %q, want %q", meta, wantMeta)
 	}
+}
+
+func (s skipSides) conflicts() string {
+	if s.mysql {
+		return "decant_conflicts"
+	}
+	return "decant.conflicts"
+}
+
+// rows lists the target's items as k:v, by k.
+func (s skipSides) rows() string {
+	if s.mysql {
+		return s.value(`SELECT GROUP_CONCAT(CONCAT(k, ':', v) ORDER BY k SEPARATOR ',') FROM items`)
+	}
+	return s.value(`SELECT string_agg(k || ':' || v, ',' ORDER BY k) FROM items`)
 }
 
 func assertNoKeys(t *testing.T, out string) {

@@ -2,7 +2,6 @@ package pg
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -94,7 +93,7 @@ func (t *Target) queueLogged(ctx context.Context, txn *source.Txn, p *plan, c *s
 	if err != nil {
 		return err
 	}
-	key, err := keyJSON(p, c)
+	key, err := apply.ConflictKey(p.Plan, c)
 	if err != nil {
 		return err
 	}
@@ -239,45 +238,6 @@ func wholeImage(p *plan, row []source.Value) bool {
 		}
 	}
 	return true
-}
-
-// keyJSON is the key of c's row as a JSON object of target column names
-// and their text values (null for NULL): the old image's where the
-// source sent one, else the new. A table without a key logs every
-// written column.
-func keyJSON(p *plan, c *source.Change) ([]byte, error) {
-	row := c.Old
-	if row == nil {
-		row = c.New
-	}
-	cols := p.Key
-	if len(cols) == 0 {
-		cols = p.Cols
-	}
-	var b []byte
-	b = append(b, '{')
-	for n, i := range cols {
-		if n > 0 {
-			b = append(b, ',')
-		}
-		name, _ := json.Marshal(p.Targets[i].Name)
-		b = append(b, name...)
-		b = append(b, ':')
-		v := row[i]
-		switch v.Kind {
-		case source.ValueNull:
-			b = append(b, "null"...)
-		case source.ValueUnchanged:
-			b = append(b, `"(unchanged)"`...)
-		default:
-			s, err := json.Marshal(string(v.Data))
-			if err != nil {
-				return nil, err
-			}
-			b = append(b, s...)
-		}
-	}
-	return append(b, '}'), nil
 }
 
 // createConflictLog creates decant.conflicts when a policy may write to

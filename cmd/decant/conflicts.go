@@ -72,9 +72,6 @@ func (c *config) validateConflicts() error {
 		}
 		c.conflicts.Set(router.Route(source.TableName{Schema: schema, Name: table}), rules)
 	}
-	if c.conflicts.Any() && c.mysqlTarget() {
-		return usagef("--on-conflict and conflicts: are not supported on MySQL and MariaDB targets yet; leave them out (every conflict then stops the pipeline)")
-	}
 	return nil
 }
 

@@ -16,7 +16,7 @@ import (
 // TestConflictSettings: --on-conflict for every table, the file's
 // conflicts: per source table over it, routed by --map to the target
 // table the writer looks up; mistakes are usage errors naming the line
-// or the flag, and MySQL targets refuse the policies.
+// or the flag.
 func TestConflictSettings(t *testing.T) {
 	load := func(file string, args ...string) (config, error) {
 		t.Helper()
@@ -64,7 +64,6 @@ func TestConflictSettings(t *testing.T) {
 		{"conflicts:\n  public.items: {delete_missing: apply}\n", pg, "line 2: conflicts public.items: conflict policy apply is for"},
 		{"conflicts:\n  items: {delete_missing: skip}\n", pg, `conflicts: "items" is not schema.table`},
 		{"conflicts: [a]\n", pg, "line 1: conflicts: want schema.table"},
-		{"", []string{"--source", "postgres://u@h/src", "--target", "mysql://u@h:3306/tgt", "--on-conflict", "insert_exists=skip"}, "not supported on MySQL"},
 	} {
 		_, err := load(tc.file, tc.args...)
 		if !errors.As(err, new(usageError)) || !strings.Contains(err.Error(), tc.want) {

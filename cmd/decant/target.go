@@ -63,7 +63,7 @@ func (c *config) compacts() bool { return c.Compact }
 
 func (c *config) mysqlConfig(log *slog.Logger) mysql.Config {
 	return mysql.Config{DSN: c.Target, Pipeline: c.Pipeline, Router: c.router(), Columns: c.columns, Policy: c.policy,
-		SkipUnsupportedDDL: c.OnUnsupportedDDL == "skip", Timeout: c.targetTimeout, Plain: !c.compacts(), Logger: log}
+		SkipUnsupportedDDL: c.OnUnsupportedDDL == "skip", Timeout: c.targetTimeout, Plain: !c.compacts(), Conflicts: c.conflicts, Logger: log}
 }
 
 // newTarget returns the writer for the target.
