@@ -146,6 +146,10 @@ type Origin struct {
 	// the conflicts it logged (none or one).
 	Conflict ConflictKind
 	Policy   ConflictPolicy
+	// Judges: the statement returns a (kind, policy) row for the
+	// conflict it met, if any; it resolved and logged it unless the
+	// policy is error, which the writer then stops on.
+	Judges bool
 }
 
 // Fail wraps err as the Error of this origin.

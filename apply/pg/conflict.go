@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/decant/decant/apply"
 	"github.com/decant/decant/mapping"
@@ -65,6 +66,9 @@ func (t *Target) resolving(ctx context.Context, txn *source.Txn, p *plan, c *sou
 		sql, args, err = t.insertResolving(p, c, pol[kind])
 	case source.OpUpdate:
 		kind = apply.UpdateMissing
+		if p.MatchOf(c).Whole && c.Old != nil && (pol[kind] != apply.PolicyError || pol[apply.UpdateDiffers] != apply.PolicyError) {
+			return t.wholeRowResolving(ctx, txn, p, c, pol)
+		}
 		if p.MatchOf(c).Whole || pol[kind] == apply.PolicyError ||
 			(pol[kind] == apply.PolicyApply && !wholeImage(p, c.New)) {
 			return t.plainChange(ctx, txn, p, c)
@@ -72,6 +76,9 @@ func (t *Target) resolving(ctx context.Context, txn *source.Txn, p *plan, c *sou
 		sql, args, err = t.updateResolving(p, c, pol[kind])
 	case source.OpDelete:
 		kind = apply.DeleteMissing
+		if p.MatchOf(c).Whole && c.Old != nil && (pol[kind] != apply.PolicyError || pol[apply.DeleteDiffers] != apply.PolicyError) {
+			return t.wholeRowResolving(ctx, txn, p, c, pol)
+		}
 		if p.MatchOf(c).Whole || pol[kind] == apply.PolicyError {
 			return t.plainChange(ctx, txn, p, c)
 		}
@@ -290,4 +297,180 @@ func (t *Target) conflictsCommitted() {
 		}
 	}
 	t.conflicts = apply.ConflictTally{}
+}
+
+// A change of a REPLICA IDENTITY FULL table finds its row by every old
+// value: when none matches, a row with its key (the target's primary
+// key) may still be there with other values (update_differs,
+// delete_differs), or not (update_missing, delete_missing), and the two
+// kinds may have different policies. Its statement judges which kind it
+// met, resolves and logs it as that kind's policy says, and returns the
+// kind and policy, so that the writer counts it or, for policy error,
+// stops (conflictError).
+
+// judgedSQL renders the statement for c, a whole-row update or delete
+// change whose own statement is change with nargs parameters; the
+// parameters after them: the key values (when the table has a key), the
+// missing and differs policies, the log's, then for an update with
+// policy apply the new row.
+func judgedSQL(p *plan, change string, nargs int, missing, differs apply.ConflictKind, insert bool) string {
+	n := nargs
+	next := func() string { n++; return "$" + strconv.Itoa(n) }
+	kind := "'" + missing.String() + "'"
+	if len(p.Key) > 0 {
+		var b strings.Builder
+		for k, i := range p.Key {
+			if k > 0 {
+				b.WriteString(" AND ")
+			}
+			fmt.Fprintf(&b, "%s = %s::%s", quoteIdent(p.Targets[i].Name), next(), p.Targets[i].Type)
+		}
+		kind = fmt.Sprintf("CASE WHEN EXISTS (SELECT 1 FROM %s WHERE %s) THEN '%s' ELSE %s END", tableRef(p.Plan), b.String(), differs, kind)
+	}
+	pm, pd := next(), next()
+	sql := fmt.Sprintf(`WITH w AS (%s RETURNING 1),
+	k AS (SELECT %s AS kind WHERE NOT EXISTS (SELECT 1 FROM w)),
+	j AS (SELECT kind, CASE kind WHEN '%s' THEN %s::text ELSE %s::text END AS policy FROM k)`, change, kind, differs, pd, pm)
+	logAt := n + 1
+	sql += ",\n\tl AS (" + strings.TrimPrefix(renderLogFrom(logAt, "j.kind", "j.policy"), " ") + " FROM j WHERE j.policy <> 'error' RETURNING 1)"
+	if insert {
+		sql += ",\n\ti AS (" + renderInsertJudged(p.Plan, logAt+logParams-2) + ")"
+	}
+	return sql + "\nSELECT kind, policy FROM j"
+}
+
+// renderLogFrom is renderLog with kind and policy taken from expressions,
+// so taking 6 parameters from first.
+func renderLogFrom(first int, kind, policy string) string {
+	p := func(k int) string { return "$" + strconv.Itoa(first+k) }
+	return fmt.Sprintf(` INSERT INTO decant.conflicts (pipeline, kind, policy, table_name, key, commit_lsn, xid, commit_time)
+	SELECT %s, %s, %s, %s, %s::jsonb, %s::pg_lsn, %s::bigint, %s::timestamptz`,
+		p(0), kind, policy, p(1), p(2), p(3), p(4), p(5))
+}
+
+// renderInsertJudged inserts the row of parameters first... when the
+// judged kind's policy is apply (update_missing).
+func renderInsertJudged(p *mapping.Plan, first int) string {
+	s := renderInsertIfNone(p, first)
+	return strings.Replace(s, "WHERE NOT EXISTS (SELECT 1 FROM w)", "WHERE EXISTS (SELECT 1 FROM j WHERE j.policy = 'apply')", 1)
+}
+
+// wholeRowResolving queues c, an update or delete of a whole-row table
+// with policies pol, as a judged statement.
+func (t *Target) wholeRowResolving(ctx context.Context, txn *source.Txn, p *plan, c *source.Change, pol [5]apply.ConflictPolicy) error {
+	missing, differs := apply.UpdateMissing, apply.UpdateDiffers
+	var sql string
+	var args [][]byte
+	var err error
+	if c.Op == source.OpDelete {
+		missing, differs = apply.DeleteMissing, apply.DeleteDiffers
+		var m mapping.Match
+		sql, m = p.shapes.Delete(c)
+		args, err = p.appendWhere(t.args[:0], c, m)
+	} else {
+		sql, args, err = t.updateArgs(p, c)
+	}
+	if err != nil {
+		return err
+	}
+	nargs := len(args)
+	for _, i := range p.Key {
+		args = append(args, param(c.Old[i]))
+	}
+	pm := pol[missing]
+	if pm == apply.PolicyApply && !wholeImage(p, c.New) {
+		pm = apply.PolicyError // an insert needs the whole row
+	}
+	args = append(args, []byte(pm.String()), []byte(pol[differs].String()))
+	key, err := apply.ConflictKey(p.Plan, c)
+	if err != nil {
+		return err
+	}
+	var when []byte
+	if !txn.CommitTime.IsZero() {
+		when = []byte(txn.CommitTime.UTC().Format(time.RFC3339Nano))
+	}
+	args = append(args, []byte(t.cfg.Pipeline), []byte(p.Target.String()), key, []byte(txn.Commit.String()),
+		[]byte(strconv.FormatUint(txn.Xid, 10)), when)
+	insert := c.Op == source.OpUpdate && pm == apply.PolicyApply
+	if insert {
+		for _, i := range p.Cols {
+			args = append(args, param(c.New[i]))
+		}
+	}
+	t.args = args
+	sql = judgedSQL(p, sql, nargs, missing, differs, insert)
+	info := apply.Origin{Op: c.Op.String(), Table: p.Target, Txn: txn, Expect: -1, Judges: true}
+	if err := t.queue(ctx, sql, args, info); err != nil {
+		return err
+	}
+	return t.maybeFlush(ctx)
+}
+
+// updateArgs is c's UPDATE and its parameters.
+func (t *Target) updateArgs(p *plan, c *source.Change) (string, [][]byte, error) {
+	sql, set, m := p.shapes.Update(c)
+	args := t.args[:0]
+	for _, i := range p.Cols {
+		if set[i] {
+			args = append(args, param(c.New[i]))
+		}
+	}
+	args, err := p.appendWhere(args, c, m)
+	if err != nil {
+		return "", nil, err
+	}
+	for _, col := range p.Fixed {
+		args = append(args, param(c.New[col]))
+	}
+	return sql, args, nil
+}
+
+// judged reads a judged statement's row: counts the conflict it resolved,
+// or returns the error its policy asks for.
+func (t *Target) judged(rr *pgconn.ResultReader) error {
+	var err error
+	for rr.NextRow() {
+		v := rr.Values()
+		kind, okK := parseKind(string(v[0]))
+		pol, okP := parsePolicy(string(v[1]))
+		switch {
+		case !okK || !okP:
+			err = fmt.Errorf("the target judged an unknown conflict %q %q", v[0], v[1])
+		case pol == apply.PolicyError:
+			err = conflictError(kind)
+		default:
+			t.conflicts[kind][pol]++
+		}
+	}
+	return err
+}
+
+func parseKind(s string) (apply.ConflictKind, bool) {
+	for _, k := range apply.ConflictKinds() {
+		if k.String() == s {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+func parsePolicy(s string) (apply.ConflictPolicy, bool) {
+	for _, p := range []apply.ConflictPolicy{apply.PolicyError, apply.PolicySkip, apply.PolicyApply} {
+		if p.String() == s {
+			return p, true
+		}
+	}
+	return 0, false
+}
+
+// conflictError is the stop on a conflict of kind whose policy is error.
+func conflictError(kind apply.ConflictKind) error {
+	switch kind {
+	case apply.UpdateDiffers, apply.DeleteDiffers:
+		return fmt.Errorf("no target row matches the source row's old values, but a row with its key is there with other values (%s): the target has diverged from the source; --on-conflict %s=skip leaves such rows as they are", kind, kind)
+	case apply.UpdateMissing:
+		return fmt.Errorf("no target row matches the source row (%s): the target has diverged from the source; --on-conflict %s=skip or =apply (with the whole new row) resolves it", kind, kind)
+	}
+	return fmt.Errorf("no target row matches the source row (%s): the target has diverged from the source; --on-conflict %s=skip resolves it", kind, kind)
 }

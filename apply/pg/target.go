@@ -457,12 +457,18 @@ func (t *Target) sendBatch(ctx context.Context) error {
 	var failed error
 	i := 0 // results come in statement order; a failing one ends them
 	for ; mrr.NextResult(); i++ {
+		info := t.batch.info[i]
+		var judged error
+		if info.Judges && failed == nil {
+			judged = t.judged(mrr.ResultReader())
+		}
 		tag, err := mrr.ResultReader().Close()
 		if failed != nil {
 			continue
 		}
-		info := t.batch.info[i]
 		switch {
+		case err == nil && judged != nil:
+			failed = info.Fail(judged)
 		case err != nil:
 			failed = info.Fail(describe(err))
 		case info.Expect >= 0 && tag.RowsAffected() != int64(info.Expect):

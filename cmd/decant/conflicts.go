@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 
@@ -72,21 +71,34 @@ func (c *config) validateConflicts() error {
 		}
 		c.conflicts.Set(router.Route(source.TableName{Schema: schema, Name: table}), rules)
 	}
+	if c.mysqlTarget() && judgesDiffers(c.conflicts) {
+		return usagef("update_differs and delete_differs take error only on MySQL and MariaDB targets: their updates and deletes of REPLICA IDENTITY FULL tables stop on every conflict; leave those policies out")
+	}
 	return nil
 }
 
-// parseConflictRules reads KIND=POLICY specs. The writers cannot yet
-// tell a row whose old values differ from a missing one, so the differs
-// kinds take error only.
+// judgesDiffers reports whether a differs kind has a policy other than
+// error for some table.
+func judgesDiffers(c apply.ConflictPolicies) bool {
+	rows := [][5]apply.ConflictPolicy{c.All}
+	for _, r := range c.PerTable {
+		rows = append(rows, r)
+	}
+	for _, r := range rows {
+		if r[apply.UpdateDiffers] != apply.PolicyError || r[apply.DeleteDiffers] != apply.PolicyError {
+			return true
+		}
+	}
+	return false
+}
+
+// parseConflictRules reads KIND=POLICY specs.
 func parseConflictRules(specs []string) ([]apply.ConflictRule, error) {
 	var rules []apply.ConflictRule
 	for _, spec := range specs {
 		r, err := apply.ParseConflictRule(spec)
 		if err != nil {
 			return nil, err
-		}
-		if (r.Kind == apply.UpdateDiffers || r.Kind == apply.DeleteDiffers) && r.Policy != apply.PolicyError {
-			return nil, fmt.Errorf("%s=%s is not supported yet: updates and deletes of REPLICA IDENTITY FULL tables stop on every conflict; leave it out", r.Kind, r.Policy)
 		}
 		rules = append(rules, r)
 	}
