@@ -1,9 +1,12 @@
 package apply
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/decant/decant/checkpoint"
 	"github.com/decant/decant/source"
 )
 
@@ -73,5 +76,53 @@ func TestConflictTallyEach(t *testing.T) {
 	})
 	if strings.Join(got, ",") != "update_missing=apply:2,delete_missing=skip:1" {
 		t.Errorf("Each: %v", got)
+	}
+}
+
+// conflictTarget is a recordingTarget whose every commit resolved one
+// update_missing conflict by skipping it.
+type conflictTarget struct {
+	recordingTarget
+	pending ConflictTally
+}
+
+func (t *conflictTarget) Commit(ctx context.Context, cp checkpoint.Row) error {
+	if err := t.recordingTarget.Commit(ctx, cp); err != nil {
+		return err
+	}
+	t.pending[UpdateMissing][PolicySkip]++
+	return nil
+}
+
+func (t *conflictTarget) TakeConflicts() ConflictTally {
+	c := t.pending
+	t.pending = ConflictTally{}
+	return c
+}
+
+// TestObserverHearsConflicts: what a ConflictCounter target resolved is
+// told with the commit that resolved it, once.
+func TestObserverHearsConflicts(t *testing.T) {
+	src := &fakeSource{
+		server: source.Server{SystemID: "sys", WALEnd: 0x300},
+		sessions: []script{{chunks: chunks(
+			ops(2, 0x200, source.OpUpdate),
+			[]source.Chunk{{End: 0x300}},
+		)}},
+	}
+	tgt := &conflictTarget{recordingTarget: recordingTarget{cp: checkpoint.Row{SystemID: "sys", End: 0x100}}}
+	obs := &recordingObserver{}
+	p := New(Config{CatchUp: true, IdleAdvance: time.Nanosecond, Observer: obs}, src, tgt)
+	if err := p.Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	var n int64
+	for _, c := range obs.commits {
+		n += c.Conflicts[UpdateMissing][PolicySkip]
+	}
+	if want := int64(len(obs.commits)); n != want || n == 0 {
+		t.Errorf("observer heard %d conflicts over %d commits, want one per commit", n, len(obs.commits))
 	}
 }
