@@ -226,3 +226,14 @@ func ConflictKey(p *mapping.Plan, c *source.Change) ([]byte, error) {
 	}
 	return append(b, '}'), nil
 }
+
+// ConflictError is the stop on a conflict of kind whose policy is error.
+func ConflictError(kind ConflictKind) error {
+	switch kind {
+	case UpdateDiffers, DeleteDiffers:
+		return fmt.Errorf("no target row matches the source row's old values, but a row with its key is there with other values (%s): the target has diverged from the source; --on-conflict %s=skip leaves such rows as they are", kind, kind)
+	case UpdateMissing:
+		return fmt.Errorf("no target row matches the source row (%s): the target has diverged from the source; --on-conflict %s=skip or =apply (with the whole new row) resolves it", kind, kind)
+	}
+	return fmt.Errorf("no target row matches the source row (%s): the target has diverged from the source; --on-conflict %s=skip resolves it", kind, kind)
+}

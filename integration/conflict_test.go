@@ -196,43 +196,65 @@ func assertNoKeys(t *testing.T, out string) {
 	}
 }
 
-// TestConflictPoliciesWholeRow, on a PostgreSQL target: a REPLICA
+// TestConflictPoliciesWholeRow, on both targets: a REPLICA
 // IDENTITY FULL table finds rows by every old value, so a change that
 // matches none meets update_differs or delete_differs when a row with its
 // key (the target's primary key) is there with other values, and the
 // missing kinds when none is; each follows its own policy.
 func TestConflictPoliciesWholeRow(t *testing.T) {
-	setup := func(t *testing.T) *pair {
-		p := newPair(t)
-		p.both(`CREATE TABLE fitems (k text PRIMARY KEY, v text)`)
-		psql(t, p.src, `ALTER TABLE fitems REPLICA IDENTITY FULL`)
+	for _, my := range []bool{false, true} {
+		name := "postgres"
+		if my {
+			name = "mariadb"
+		}
+		t.Run(name, func(t *testing.T) { testConflictPoliciesWholeRow(t, my) })
+	}
+}
+
+func testConflictPoliciesWholeRow(t *testing.T, my bool) {
+	setup := func(t *testing.T) (*pair, skipSides) {
+		p := newTargetPair(t, my)
+		s := skipSides{p}
+		psql(t, p.src, `CREATE TABLE fitems (k text PRIMARY KEY, v text); ALTER TABLE fitems REPLICA IDENTITY FULL`)
+		if my {
+			s.exec(`CREATE TABLE fitems (k VARCHAR(64) PRIMARY KEY, v TEXT)`)
+		} else {
+			s.exec(`CREATE TABLE fitems (k text PRIMARY KEY, v text)`)
+		}
 		p.mustDecant("init")
 		psql(t, p.src, `INSERT INTO fitems VALUES ('kx-a', 'one'), ('kx-b', 'one'), ('kx-c', 'one'), ('kx-d', 'one')`)
 		p.mustDecant("run", "--catch-up")
-		psql(t, p.tgt, `UPDATE fitems SET v = 'target' WHERE k IN ('kx-a', 'kx-c'); DELETE FROM fitems WHERE k IN ('kx-b', 'kx-d')`)
+		s.exec(`UPDATE fitems SET v = 'target' WHERE k IN ('kx-a', 'kx-c')`)
+		s.exec(`DELETE FROM fitems WHERE k IN ('kx-b', 'kx-d')`)
 		psql(t, p.src, `BEGIN; UPDATE fitems SET v = 'new' WHERE k IN ('kx-a', 'kx-b'); DELETE FROM fitems WHERE k IN ('kx-c', 'kx-d'); COMMIT;`)
-		return p
+		return p, s
 	}
 	t.Run("resolved", func(t *testing.T) {
-		p := setup(t)
+		p, s := setup(t)
 		p.mustDecant("run", "--catch-up", "--on-conflict", "update_differs=skip", "--on-conflict", "update_missing=apply",
 			"--on-conflict", "delete_differs=skip", "--on-conflict", "delete_missing=skip")
-		if got := queryValue(t, p.tgt, `SELECT string_agg(k || ':' || v, ',' ORDER BY k) FROM fitems`); got != "kx-a:target,kx-b:new,kx-c:target" {
+		rows := `SELECT string_agg(k || ':' || v, ',' ORDER BY k) FROM fitems`
+		log := `SELECT string_agg(kind || ' ' || policy || ' ' || (key->>'k'), ',' ORDER BY kind) FROM decant.conflicts`
+		if my {
+			rows = `SELECT GROUP_CONCAT(CONCAT(k, ':', v) ORDER BY k SEPARATOR ',') FROM fitems`
+			log = "SELECT GROUP_CONCAT(CONCAT(kind, ' ', policy, ' ', JSON_UNQUOTE(JSON_EXTRACT(`key`, '$.k'))) ORDER BY kind SEPARATOR ',') FROM decant_conflicts"
+		}
+		if got := s.value(rows); got != "kx-a:target,kx-b:new,kx-c:target" {
 			t.Errorf("target rows: %q", got)
 		}
-		got := queryValue(t, p.tgt, `SELECT string_agg(kind || ' ' || policy || ' ' || (key->>'k'), ',' ORDER BY kind) FROM decant.conflicts`)
+		got := s.value(log)
 		if want := "delete_differs skip kx-c,delete_missing skip kx-d,update_differs skip kx-a,update_missing apply kx-b"; got != want {
 			t.Errorf("conflict log: %q, want %q", got, want)
 		}
 	})
 	t.Run("differs error", func(t *testing.T) {
-		p := setup(t)
+		p, s := setup(t)
 		_, errOut, code := p.decant("run", "--catch-up", "--on-conflict", "update_missing=skip", "--on-conflict", "delete_missing=skip")
 		if code != 3 {
 			t.Fatalf("run over update_differs with policy error: exit %d, want 3\n%s", code, errOut)
 		}
 		oneLineError(t, "update_differs", errOut, "a row with its key is there with other values (update_differs)", "update_differs=skip")
-		if got := queryValue(t, p.tgt, `SELECT count(*)::text FROM decant.conflicts`); got != "0" {
+		if got := s.value(`SELECT count(*) FROM ` + s.conflicts()); got != "0" {
 			t.Errorf("%s conflict rows after an error, want 0", got)
 		}
 	})

@@ -195,6 +195,8 @@ func (t *Target) diagnose(ctx context.Context, batchErr error) error {
 
 func rowCountError(info apply.Origin, got int64) error {
 	switch {
+	case info.Judges:
+		return apply.ConflictError(info.Conflict)
 	case info.Op == "checkpoint":
 		return fmt.Errorf("%w: the stored checkpoint is past this position; another decant is applying this pipeline, stop it", checkpoint.ErrRegressed)
 	case info.Op == "insert":

@@ -73,6 +73,19 @@ func (t *Target) resolvingChange(ctx context.Context, txn *source.Txn, p *plan, 
 	case source.OpDelete:
 		kind = apply.DeleteMissing
 	}
+	if c.Op != source.OpInsert && p.MatchOf(c).Whole && c.Old != nil {
+		differs := apply.UpdateDiffers
+		if kind == apply.DeleteMissing {
+			differs = apply.DeleteDiffers
+		}
+		if pol[kind] == apply.PolicyError && pol[differs] == apply.PolicyError {
+			return t.plainChange(ctx, txn, p, c)
+		}
+		if err := t.wholeRowResolving(txn, p, c, pol); err != nil {
+			return err
+		}
+		return t.maybeFlush(ctx)
+	}
 	if pol[kind] == apply.PolicyError || len(p.Key) == 0 || (c.Op != source.OpInsert && p.MatchOf(c).Whole) ||
 		(kind == apply.UpdateMissing && pol[kind] == apply.PolicyApply && !wholeImage(p, c.New)) {
 		return t.plainChange(ctx, txn, p, c)
@@ -186,14 +199,7 @@ func (t *Target) resolve(txn *source.Txn, p *plan, c *source.Change, kind apply.
 
 // insertIfNone inserts c's new row when found counted no row.
 func (t *Target) insertIfNone(info apply.Origin, p *plan, c *source.Change) error {
-	args, err := p.convertRow(nil, c.New, p.Cols)
-	if err != nil {
-		return err
-	}
-	head := strings.TrimSuffix(p.insertHead, "VALUES ")
-	marks := strings.Trim(p.rowMarks, "()")
-	t.batch.add(head+"SELECT "+marks+" FROM DUAL WHERE "+found+" = 0", args, info)
-	return nil
+	return t.insertIfMet(info, p, c, found+" = 0")
 }
 
 // renderUpsert makes an inserted row whose key is there update that row.
@@ -216,13 +222,18 @@ func renderUpsert(p *plan) string {
 // conflict: a row with an inserted key, none with an updated or deleted
 // one. The rows it reports are the conflicts it logged.
 func (t *Target) logConflict(txn *source.Txn, p *plan, c *source.Change, kind apply.ConflictKind, pol apply.ConflictPolicy) error {
-	key, err := apply.ConflictKey(p.Plan, c)
-	if err != nil {
-		return err
-	}
 	cond := found + " = 0"
 	if kind == apply.InsertExists {
 		cond = found + " > 0"
+	}
+	return t.logConflictIf(txn, p, c, kind, pol, cond)
+}
+
+// logConflictIf queues the conflict log row, written when cond holds.
+func (t *Target) logConflictIf(txn *source.Txn, p *plan, c *source.Change, kind apply.ConflictKind, pol apply.ConflictPolicy, cond string) error {
+	key, err := apply.ConflictKey(p.Plan, c)
+	if err != nil {
+		return err
 	}
 	var when any
 	if !txn.CommitTime.IsZero() {
@@ -267,4 +278,75 @@ func (t *Target) TakeConflicts() apply.ConflictTally {
 	c := t.committedConflicts
 	t.committedConflicts = apply.ConflictTally{}
 	return c
+}
+
+// A change of a REPLICA IDENTITY FULL table finds its row by every old
+// value. When none matches, a row with the key of the target's primary
+// key may still be there with other values (update_differs,
+// delete_differs) or not (the missing kinds), each with its own policy.
+// After the change, matched holds how many rows it found; each kind's
+// log row (or, applying update_missing, the insert) depends on found and
+// matched, and for a kind whose policy is error a guard statement must
+// match the pipeline's checkpoint row, which it does unless that kind
+// was met: its row count stops the writer naming the kind.
+const matched = "@decant_matched"
+
+// wholeRowResolving queues c, an update or delete of a whole-row table.
+func (t *Target) wholeRowResolving(txn *source.Txn, p *plan, c *source.Change, pol [5]apply.ConflictPolicy) error {
+	missing, differs := apply.UpdateMissing, apply.UpdateDiffers
+	if c.Op == source.OpDelete {
+		missing, differs = apply.DeleteMissing, apply.DeleteDiffers
+	}
+	info := apply.Origin{Op: c.Op.String(), Table: p.Rel.Table(), Txn: txn, Expect: -1}
+	if len(p.Key) > 0 {
+		if err := t.findKey(txn, p, c); err != nil {
+			return err
+		}
+	} else {
+		t.batch.add("SET "+found+" = 0", nil, info)
+	}
+	if err := t.resolve(txn, p, c, missing, apply.PolicySkip); err != nil {
+		return err
+	}
+	t.batch.add("SET "+matched+" = ROW_COUNT()", nil, info)
+	pm := pol[missing]
+	if pm == apply.PolicyApply && !wholeImage(p, c.New) {
+		pm = apply.PolicyError // an insert needs the whole row
+	}
+	met := map[apply.ConflictKind]string{
+		missing: matched + " = 0 AND " + found + " = 0",
+		differs: matched + " = 0 AND " + found + " > 0",
+	}
+	if pm == apply.PolicyApply {
+		if err := t.insertIfMet(info, p, c, met[missing]); err != nil {
+			return err
+		}
+	}
+	for _, k := range []apply.ConflictKind{missing, differs} {
+		kp := pol[k]
+		if k == missing {
+			kp = pm
+		}
+		if kp == apply.PolicyError {
+			t.batch.add("UPDATE decant_checkpoint SET pipeline = pipeline WHERE pipeline = ? AND NOT ("+met[k]+")", []any{t.cfg.Pipeline},
+				apply.Origin{Op: c.Op.String(), Table: p.Rel.Table(), Txn: txn, Expect: 1, Conflict: k, Judges: true})
+			continue
+		}
+		if err := t.logConflictIf(txn, p, c, k, kp, met[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// insertIfMet inserts c's new row when cond holds.
+func (t *Target) insertIfMet(info apply.Origin, p *plan, c *source.Change, cond string) error {
+	args, err := p.convertRow(nil, c.New, p.Cols)
+	if err != nil {
+		return err
+	}
+	head := strings.TrimSuffix(p.insertHead, "VALUES ")
+	marks := strings.Trim(p.rowMarks, "()")
+	t.batch.add(head+"SELECT "+marks+" FROM DUAL WHERE "+cond, args, info)
+	return nil
 }

@@ -438,7 +438,7 @@ func (t *Target) judged(rr *pgconn.ResultReader) error {
 		case !okK || !okP:
 			err = fmt.Errorf("the target judged an unknown conflict %q %q", v[0], v[1])
 		case pol == apply.PolicyError:
-			err = conflictError(kind)
+			err = apply.ConflictError(kind)
 		default:
 			t.conflicts[kind][pol]++
 		}
@@ -462,15 +462,4 @@ func parsePolicy(s string) (apply.ConflictPolicy, bool) {
 		}
 	}
 	return 0, false
-}
-
-// conflictError is the stop on a conflict of kind whose policy is error.
-func conflictError(kind apply.ConflictKind) error {
-	switch kind {
-	case apply.UpdateDiffers, apply.DeleteDiffers:
-		return fmt.Errorf("no target row matches the source row's old values, but a row with its key is there with other values (%s): the target has diverged from the source; --on-conflict %s=skip leaves such rows as they are", kind, kind)
-	case apply.UpdateMissing:
-		return fmt.Errorf("no target row matches the source row (%s): the target has diverged from the source; --on-conflict %s=skip or =apply (with the whole new row) resolves it", kind, kind)
-	}
-	return fmt.Errorf("no target row matches the source row (%s): the target has diverged from the source; --on-conflict %s=skip resolves it", kind, kind)
 }

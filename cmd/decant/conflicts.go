@@ -71,25 +71,7 @@ func (c *config) validateConflicts() error {
 		}
 		c.conflicts.Set(router.Route(source.TableName{Schema: schema, Name: table}), rules)
 	}
-	if c.mysqlTarget() && judgesDiffers(c.conflicts) {
-		return usagef("update_differs and delete_differs take error only on MySQL and MariaDB targets: their updates and deletes of REPLICA IDENTITY FULL tables stop on every conflict; leave those policies out")
-	}
 	return nil
-}
-
-// judgesDiffers reports whether a differs kind has a policy other than
-// error for some table.
-func judgesDiffers(c apply.ConflictPolicies) bool {
-	rows := [][5]apply.ConflictPolicy{c.All}
-	for _, r := range c.PerTable {
-		rows = append(rows, r)
-	}
-	for _, r := range rows {
-		if r[apply.UpdateDiffers] != apply.PolicyError || r[apply.DeleteDiffers] != apply.PolicyError {
-			return true
-		}
-	}
-	return false
 }
 
 // parseConflictRules reads KIND=POLICY specs.

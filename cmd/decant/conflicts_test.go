@@ -60,7 +60,7 @@ func TestConflictSettings(t *testing.T) {
 		want string
 	}{
 		{"", append(pg, "--on-conflict", "insert_exists=maybe"), `--on-conflict: unknown conflict policy "maybe"`},
-		{"", []string{"--source", "postgres://u@h/src", "--target", "mysql://u@h:3306/tgt", "--on-conflict", "update_differs=skip"}, "take error only on MySQL"},
+		{"", append(pg, "--on-conflict", "update_differs=apply"), "update_differs takes error or skip"},
 		{"conflicts:\n  public.items: {delete_missing: apply}\n", pg, "line 2: conflicts public.items: conflict policy apply is for"},
 		{"conflicts:\n  items: {delete_missing: skip}\n", pg, `conflicts: "items" is not schema.table`},
 		{"conflicts: [a]\n", pg, "line 1: conflicts: want schema.table"},
