@@ -1,8 +1,11 @@
 package integration
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -258,4 +261,82 @@ func testConflictPoliciesWholeRow(t *testing.T, my bool) {
 			t.Errorf("%s conflict rows after an error, want 0", got)
 		}
 	})
+}
+
+// TestConflictLogExactlyOnce, on both targets: 300 source transactions
+// each insert a key the target has, while run with insert_exists=apply
+// applies them; it is killed with SIGKILL once it has logged 50, and the
+// rerun leaves exactly one log row per conflict and the source's rows.
+func TestConflictLogExactlyOnce(t *testing.T) {
+	for _, my := range []bool{false, true} {
+		name := "postgres"
+		if my {
+			name = "mariadb"
+		}
+		t.Run(name, func(t *testing.T) {
+			p := newTargetPair(t, my)
+			s := skipSides{p}
+			psql(t, p.src, `CREATE TABLE items (k text PRIMARY KEY, v text, n integer)`)
+			s.exec(itemsTarget(my))
+			p.mustDecant("init")
+			const n = 300
+			var tgt strings.Builder
+			for i := range n {
+				fmt.Fprintf(&tgt, "('k%03d', 'target', 0),", i)
+			}
+			s.exec("INSERT INTO items VALUES " + strings.TrimSuffix(tgt.String(), ","))
+			a := p.start("--on-conflict", "insert_exists=apply")
+			// One source transaction each, paced so that the kill finds
+			// run in the middle of them.
+			conn := connect(t, p.src)
+			fed := make(chan error, 1)
+			go func() {
+				for i := range n {
+					if _, err := conn.Exec(context.Background(), `INSERT INTO items VALUES ($1, 'source', $2)`, fmt.Sprintf("k%03d", i), i); err != nil {
+						fed <- err
+						return
+					}
+					time.Sleep(2 * time.Millisecond)
+				}
+				fed <- nil
+			}()
+			logTable := `SELECT count(*) FROM information_schema.tables WHERE table_schema = 'decant' AND table_name = 'conflicts'`
+			if my {
+				logTable = `SELECT count(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = 'decant_conflicts'`
+			}
+			logged := func() int {
+				if s.value(logTable) == "0" {
+					return 0 // run has not created it yet
+				}
+				v, _ := strconv.Atoi(s.value(`SELECT count(*) FROM ` + s.conflicts()))
+				return v
+			}
+			waitFor(t, 60*time.Second, func() bool { return logged() >= 50 || a.exited() })
+			a.kill()
+			killedAt := logged()
+			if err := <-fed; err != nil {
+				t.Fatal(err)
+			}
+			p.mustDecant("run", "--catch-up", "--on-conflict", "insert_exists=apply")
+			t.Logf("killed after %d of %d conflicts logged", killedAt, n)
+			if got := s.value(`SELECT count(DISTINCT ` + s.keyText() + `) FROM ` + s.conflicts()); got != strconv.Itoa(n) {
+				t.Errorf("%s distinct keys logged, want %d", got, n)
+			}
+			if got := logged(); got != n {
+				t.Errorf("%d conflict rows, want %d (one per conflict)", got, n)
+			}
+			if got := s.value(`SELECT count(*) FROM items WHERE v = 'source'`); got != strconv.Itoa(n) {
+				t.Errorf("%s rows of the source's, want %d", got, n)
+			}
+			p.assertEqual()
+		})
+	}
+}
+
+// keyText is the conflict log's key column as text.
+func (s skipSides) keyText() string {
+	if s.mysql {
+		return "`key`"
+	}
+	return "key::text"
 }
