@@ -93,11 +93,14 @@ func parseName[T ~uint8](s string, names []string) (T, bool) {
 	return 0, false
 }
 
+// KindPolicies is a policy by ConflictKind.
+type KindPolicies [conflictKinds]ConflictPolicy
+
 // ConflictPolicies is the policy of every kind, for all tables and, where
 // set, per target table. The zero value errors on every conflict.
 type ConflictPolicies struct {
-	All      [conflictKinds]ConflictPolicy
-	PerTable map[source.TableName][conflictKinds]ConflictPolicy
+	All      KindPolicies
+	PerTable map[source.TableName]KindPolicies
 }
 
 // Set applies rules to every table (table zero) or to one target table,
@@ -110,7 +113,7 @@ func (c *ConflictPolicies) Set(table source.TableName, rules []ConflictRule) {
 		return
 	}
 	if c.PerTable == nil {
-		c.PerTable = map[source.TableName][conflictKinds]ConflictPolicy{}
+		c.PerTable = map[source.TableName]KindPolicies{}
 	}
 	row, ok := c.PerTable[table]
 	if !ok {
@@ -124,7 +127,7 @@ func (c *ConflictPolicies) Set(table source.TableName, rules []ConflictRule) {
 
 // Of returns target table's policies, by ConflictKind. Set the policies
 // for all tables before those of one: a table's row starts from them.
-func (c *ConflictPolicies) Of(table source.TableName) [conflictKinds]ConflictPolicy {
+func (c *ConflictPolicies) Of(table source.TableName) KindPolicies {
 	if row, ok := c.PerTable[table]; ok {
 		return row
 	}
@@ -136,7 +139,7 @@ func (c *ConflictPolicies) Of(table source.TableName) [conflictKinds]ConflictPol
 // logging its own conflict (never gathered into a window of net changes,
 // whose set-based statements could not say which row conflicted).
 func (c *ConflictPolicies) Resolves(table source.TableName) bool {
-	return c.Of(table) != [conflictKinds]ConflictPolicy{}
+	return c.Of(table) != KindPolicies{}
 }
 
 // ConflictTally counts the conflicts a target commit resolved, by kind
@@ -177,11 +180,11 @@ func (k ConflictKind) Resolving() []ConflictPolicy {
 // Any reports whether some kind of some table has a policy other than
 // error.
 func (c *ConflictPolicies) Any() bool {
-	if c.All != [conflictKinds]ConflictPolicy{} {
+	if c.All != (KindPolicies{}) {
 		return true
 	}
 	for _, row := range c.PerTable {
-		if row != [conflictKinds]ConflictPolicy{} {
+		if row != (KindPolicies{}) {
 			return true
 		}
 	}

@@ -42,8 +42,8 @@ type State struct {
 	lastBeat, slotCheckTime atomic.Int64
 	txns, bytes, commits    atomic.Int64
 	changes                 [source.OpDDL + 1]atomic.Int64
-	conflicts               [5][3]atomic.Int64   // by apply.ConflictKind, apply.ConflictPolicy
-	commitSeconds, batch    prometheus.Histogram // Observe is lock-free
+	conflicts               [len(apply.ConflictTally{})][len(apply.ConflictTally{}[0])]atomic.Int64 // by apply.ConflictKind, apply.ConflictPolicy
+	commitSeconds, batch    prometheus.Histogram                                                    // Observe is lock-free
 
 	mu         sync.Mutex // guards what follows: written once per commit or check
 	checkpoint checkpoint.Row

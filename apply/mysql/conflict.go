@@ -292,7 +292,7 @@ func (t *Target) TakeConflicts() apply.ConflictTally {
 const matched = "@decant_matched"
 
 // wholeRowResolving queues c, an update or delete of a whole-row table.
-func (t *Target) wholeRowResolving(txn *source.Txn, p *plan, c *source.Change, pol [5]apply.ConflictPolicy) error {
+func (t *Target) wholeRowResolving(txn *source.Txn, p *plan, c *source.Change, pol apply.KindPolicies) error {
 	missing, differs := apply.UpdateMissing, apply.UpdateDiffers
 	if c.Op == source.OpDelete {
 		missing, differs = apply.DeleteMissing, apply.DeleteDiffers

@@ -55,7 +55,7 @@ func renderLog(first int, from string) string {
 // resolving applies c, a change of a table with conflict policies pol,
 // as one statement that resolves and logs its conflict; where the kind c
 // may meet has policy error, as usual.
-func (t *Target) resolving(ctx context.Context, txn *source.Txn, p *plan, c *source.Change, pol [5]apply.ConflictPolicy) error {
+func (t *Target) resolving(ctx context.Context, txn *source.Txn, p *plan, c *source.Change, pol apply.KindPolicies) error {
 	var sql string
 	var args [][]byte
 	var kind apply.ConflictKind
@@ -357,7 +357,7 @@ func renderInsertJudged(p *mapping.Plan, first int) string {
 
 // wholeRowResolving queues c, an update or delete of a whole-row table
 // with policies pol, as a judged statement.
-func (t *Target) wholeRowResolving(ctx context.Context, txn *source.Txn, p *plan, c *source.Change, pol [5]apply.ConflictPolicy) error {
+func (t *Target) wholeRowResolving(ctx context.Context, txn *source.Txn, p *plan, c *source.Change, pol apply.KindPolicies) error {
 	missing, differs := apply.UpdateMissing, apply.UpdateDiffers
 	var sql string
 	var args [][]byte
