@@ -191,19 +191,9 @@ func renderUpsert(p *mapping.Plan) string {
 // updateResolving: skip logs an update that found no row; apply inserts
 // the new row then (its image is whole: the caller checked).
 func (t *Target) updateResolving(p *plan, c *source.Change, pol apply.ConflictPolicy) (string, [][]byte, error) {
-	sql, set, m := p.shapes.Update(c)
-	args := t.args[:0]
-	for _, i := range p.Cols {
-		if set[i] {
-			args = append(args, param(c.New[i]))
-		}
-	}
-	args, err := p.appendWhere(args, c, m)
+	sql, args, err := t.updateArgs(p, c)
 	if err != nil {
 		return "", nil, err
-	}
-	for _, col := range p.Fixed {
-		args = append(args, param(c.New[col]))
 	}
 	if pol == apply.PolicySkip {
 		return "WITH w AS (" + sql + " RETURNING 1)" + renderLog(len(args)+1, "WHERE NOT EXISTS (SELECT 1 FROM w)"), args, nil
