@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/decant/decant/integration/harness"
 )
 
 // The conflict keys are distinctive so that the test can tell they never
@@ -317,7 +319,29 @@ func TestConflictLogExactlyOnce(t *testing.T) {
 			if err := <-fed; err != nil {
 				t.Fatal(err)
 			}
-			p.mustDecant("run", "--catch-up", "--on-conflict", "insert_exists=apply")
+			// The rerun counts what it resolves, the rest, in its metrics.
+			port, err := harness.FreePort()
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := endpoint{t: t, base: fmt.Sprintf("http://127.0.0.1:%d", port)}
+			rerun := p.start("--on-conflict", "insert_exists=apply", "--http-addr", fmt.Sprintf("127.0.0.1:%d", port))
+			counted := `decant_conflicts_total{kind="insert_exists",pipeline="` + p.name + `",policy="apply"}`
+			waitFor(t, 60*time.Second, func() bool {
+				if rerun.exited() {
+					return true
+				}
+				if code, _ := e.get("/readyz"); code != 200 {
+					return false
+				}
+				m, _ := e.metrics()
+				return m[counted] >= float64(n-killedAt)
+			})
+			m, _ := e.metrics()
+			rerun.stop(t)
+			if m[counted] != float64(n-killedAt) {
+				t.Errorf("%s = %v, want %d (the conflicts the rerun resolved)", counted, m[counted], n-killedAt)
+			}
 			t.Logf("killed after %d of %d conflicts logged", killedAt, n)
 			if got := s.value(`SELECT count(DISTINCT ` + s.keyText() + `) FROM ` + s.conflicts()); got != strconv.Itoa(n) {
 				t.Errorf("%s distinct keys logged, want %d", got, n)
