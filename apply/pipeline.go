@@ -177,6 +177,9 @@ func (p *Pipeline) ack(cp checkpoint.Row) {
 func (p *Pipeline) committedAs(cp checkpoint.Row, c Commit) {
 	p.committed(cp)
 	c.Checkpoint, c.Backlog = cp, len(p.queue) > 0
+	if cc, ok := p.tgt.(ConflictCounter); ok {
+		c.Conflicts = cc.TakeConflicts()
+	}
 	p.obs.Committed(c)
 }
 

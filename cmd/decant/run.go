@@ -71,6 +71,7 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 	cmd.Flags().Lookup("tables").Usage = "GaussDB and openGauss sources: comma list of schema.table patterns to decode, '*' matches any run of characters (default: every table outside system schemas, env DECANT_TABLES); a PostgreSQL source streams its publication's tables (decant init --tables)"
 	addMappingFlags(cmd, &f)
 	addDDLFlags(cmd, &f)
+	addConflictFlags(cmd, &f)
 	addStreamFlags(cmd, &f)
 	addTimeoutFlags(cmd, &f)
 	addApplyFlags(cmd, &f)
