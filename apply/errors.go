@@ -141,6 +141,15 @@ type Origin struct {
 	// Net: the statement applies the net change of several source
 	// changes (Net); Txn is the last of their transactions.
 	Net bool
+	// Policy, when not PolicyError, says the statement resolves a
+	// conflict of kind Conflict and logs it: the rows it reports are
+	// the conflicts it logged (none or one).
+	Conflict ConflictKind
+	Policy   ConflictPolicy
+	// Judges: the statement returns a (kind, policy) row for the
+	// conflict it met, if any; it resolved and logged it unless the
+	// policy is error, which the writer then stops on.
+	Judges bool
 }
 
 // Fail wraps err as the Error of this origin.

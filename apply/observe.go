@@ -99,6 +99,9 @@ type Commit struct {
 	// a transaction cut before a schema change.
 	Txns    int
 	Changes Tally
+	// Conflicts: what the commit's conflict policies resolved (each
+	// also written to the conflict log table in it).
+	Conflicts ConflictTally
 	// Duration is the commit's round trip on the target.
 	Duration time.Duration
 	// Checkpoint is what the target now holds: Resume() is where a

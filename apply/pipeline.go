@@ -67,6 +67,11 @@ type Config struct {
 	// other error stops the pipeline. Nil stops the pipeline with the
 	// slot's error.
 	OnSlotLost func(ctx context.Context, err error) error
+	// TableSyncs, when set, reads the states of the tables decant
+	// add-tables brings into the pipeline (decant.table_sync): the
+	// stream waits at a change to a table still copying, and drops the
+	// changes its copy holds (tablesync.go). Nil: no table is added.
+	TableSyncs func(ctx context.Context) ([]checkpoint.TableSync, error)
 	// Observer, when set, hears sessions, commits, positions and slot
 	// checks (observe.go); it must never block. Observers fans out to
 	// several.
@@ -93,6 +98,7 @@ type Pipeline struct {
 	// checkpoints committed but not yet known to be on its disk, oldest
 	// first, and when the target last said how far it has flushed.
 	durable   DurableTarget
+	sync      *syncGate
 	unflushed []unflushed
 	flushSeen time.Time
 	applied   checkpoint.Row // the last checkpoint committed (or read at a session's start)
@@ -146,6 +152,7 @@ func New(cfg Config, src Source, tgt Target) *Pipeline {
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := &Pipeline{cfg: cfg, src: src, tgt: tgt, log: log, obs: observer(cfg)}
+	p.sync = newSyncGate(cfg.TableSyncs, log, p.obs.Beat)
 	if d, ok := tgt.(DurableTarget); ok {
 		p.durable = d
 	}
@@ -170,6 +177,9 @@ func (p *Pipeline) ack(cp checkpoint.Row) {
 func (p *Pipeline) committedAs(cp checkpoint.Row, c Commit) {
 	p.committed(cp)
 	c.Checkpoint, c.Backlog = cp, len(p.queue) > 0
+	if cc, ok := p.tgt.(ConflictCounter); ok {
+		c.Conflicts = cc.TakeConflicts()
+	}
 	p.obs.Committed(c)
 }
 
@@ -408,6 +418,9 @@ func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started, con
 	p.obs.SessionStarted(cp, srv.WALEnd)
 	sk, err := p.readSkip(ctx, cp)
 	if err != nil {
+		return err
+	}
+	if err := p.sync.start(ctx); err != nil {
 		return err
 	}
 	if p.cfg.CatchUp && cp.End >= *stopAt {
@@ -650,6 +663,13 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 			if g.txn != c.Txn {
 				p.obs.Received(c.Txn)
 			}
+			var err error
+			if c.Changes, err = p.gateCopies(ctx, &g, c, write); err != nil {
+				if !errors.Is(err, errCaughtUp) {
+					p.rollback(ctx, &g)
+				}
+				return err
+			}
 			if err := p.applyOrSkip(ctx, &g, &stored, sk, c); err != nil {
 				p.rollback(ctx, &g)
 				return err
@@ -680,6 +700,23 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 			return err
 		}
 	}
+}
+
+// gateCopies returns the chunk's changes the stream applies of the
+// tables add-tables brings in (syncGate). Before it waits for a copy,
+// the group's complete transactions are committed (write), so that the
+// target holds no transaction open while it waits.
+func (p *Pipeline) gateCopies(ctx context.Context, g *group, c source.Chunk, write func() error) ([]source.Change, error) {
+	wait, err := p.sync.copying(ctx, c.Changes)
+	if err != nil {
+		return nil, err
+	}
+	if wait && g.open && g.txn != c.Txn {
+		if err := write(); err != nil {
+			return nil, err
+		}
+	}
+	return p.sync.filter(ctx, c.Txn, c.Changes)
 }
 
 // commit commits the group with its checkpoint and starts the next one.

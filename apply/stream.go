@@ -81,6 +81,9 @@ func (p *Pipeline) applyStreamed(ctx context.Context, g *group, stored *checkpoi
 	}
 	xid := c.Txn.Xid
 	wrote := false
+	if err := p.sync.streamed(ctx, c, stored.End); err != nil {
+		return false, err
+	}
 	if len(c.Changes) > 0 && ss.failed[xid] == nil {
 		var err error
 		if wrote, err = p.commitGroup(ctx, g, stored); err != nil {

@@ -43,6 +43,16 @@ type Skip struct {
 // Pending reports whether the skip is requested and not yet done.
 func (s Skip) Pending() bool { return !s.RequestedAt.IsZero() && s.SkippedAt.IsZero() }
 
+// PendingOf returns the pending skip among rows, if one is.
+func PendingOf(rows []Skip) (Skip, bool) {
+	for _, s := range rows {
+		if s.Pending() {
+			return s, true
+		}
+	}
+	return Skip{}, false
+}
+
 // Skipped reports whether run skipped the transaction.
 func (s Skip) Skipped() bool { return !s.SkippedAt.IsZero() }
 

@@ -22,7 +22,7 @@ var metricNames = names(
 	"decant_reconnects_total", "decant_errors_total",
 	"decant_lag_bytes", "decant_lag_seconds", "decant_last_applied_commit_timestamp_seconds",
 	"decant_applied_position_bytes", "decant_flushed_position_bytes",
-	"decant_transactions_applied_total", "decant_changes_applied_total", "decant_bytes_applied_total",
+	"decant_transactions_applied_total", "decant_changes_applied_total", "decant_conflicts_total", "decant_bytes_applied_total",
 	"decant_target_commits_total", "decant_spill_bytes", "decant_spill_files",
 	"decant_slot_wal_status", "decant_slot_retained_wal_bytes", "decant_slot_check_timestamp_seconds",
 	"decant_copy_rows_done", "decant_copy_rows_estimated", "decant_copy_bytes_done",

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/decant/decant/integration/gaussstub"
+	"github.com/decant/decant/integration/harness"
 )
 
 // Peers that accept TCP but stop answering: a proxy between decant and
@@ -185,6 +186,13 @@ func abandonedCommit(t *testing.T, p *pair, lockWait func() bool, params map[str
 // timeout instead of reconnecting.
 func TestQuietSource(t *testing.T) {
 	p := newPair(t)
+	// A source cluster of its own: on the shared one the other tests'
+	// WAL keeps the walsender talking.
+	quiet := harness.PostgresT(t, harness.PostgresOptions{})
+	if err := quiet.CreateDatabase(t.Context(), p.name); err != nil {
+		t.Fatal(err)
+	}
+	p.src = quiet.DSN(p.name)
 	p.both(mixedSchema)
 	p.mustDecant("init")
 	a := p.start("--source-timeout", "2s", "--log-level", "debug")

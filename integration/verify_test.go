@@ -177,3 +177,47 @@ func TestVerifyWhileRunning(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyTextOnlyDifferences: values equal under their type but
+// printed otherwise (numeric display scale, jsonb numbers, -0 in a float,
+// keyed and keyless) differ to verify on a PostgreSQL target, whose
+// checksums hash most types by value, and so do values swapped between
+// two rows of a span or of a keyless table, which a sum of linearly
+// combined column hashes would miss; resync repairs them.
+func TestVerifyTextOnlyDifferences(t *testing.T) {
+	p := newTargetPair(t, false)
+	schema := `CREATE TABLE vals (id integer PRIMARY KEY, n numeric, j jsonb, f float8, s numeric(6,2));
+CREATE TABLE loose (n numeric, j jsonb);
+ALTER TABLE loose REPLICA IDENTITY FULL;`
+	psql(t, p.src, schema)
+	psql(t, p.tgt, schema)
+	p.mustDecant("init")
+	psql(t, p.src, `INSERT INTO vals SELECT g, 1.5, '{"x": 1.0}', 0, g FROM generate_series(1, 40) g;
+INSERT INTO loose VALUES (1.5, '{"x": 1.0}'), (2, '{"x": 2}');`)
+	p.catchUp()
+	p.mustDecant("verify", "--span-rows", "10")
+	psql(t, p.tgt, `UPDATE vals SET n = 1.50 WHERE id = 3;
+UPDATE vals SET j = '{"x": 1.00}' WHERE id = 14;
+UPDATE vals SET f = '-0' WHERE id = 25;
+UPDATE vals SET s = 67 - id WHERE id IN (33, 34);`)
+	stdout, stderr, code := p.decant("verify", "--span-rows", "10", "--recheck-wait", "0")
+	t.Log(stdout, stderr)
+	if code != 1 {
+		t.Fatalf("verify of text-only differences exited %d, want 1", code)
+	}
+	for _, want := range []string{"different: id=3", "different: id=33", "different: id=34", "different: id=14", "different: id=25"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	for _, tamper := range []string{`UPDATE loose SET n = 1.50 WHERE n = 1.5`, `UPDATE loose SET j = CASE WHEN n = 2 THEN '{"x": 1.0}'::jsonb ELSE '{"x": 2}' END`} {
+		p.mustDecant("resync", "--yes", "--span-rows", "10")
+		psql(t, p.tgt, tamper)
+		stdout, _, code := p.decant("verify", "--span-rows", "10", "--recheck-wait", "0")
+		if code != 1 || !strings.Contains(stdout, "DIFF  public.loose -> ") {
+			t.Errorf("verify after %s: exit %d, want 1 naming public.loose\n%s", tamper, code, stdout)
+		}
+	}
+	p.mustDecant("resync", "--yes", "--span-rows", "10")
+	p.mustDecant("verify", "--span-rows", "10")
+}

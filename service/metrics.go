@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/decant/decant/apply"
 	"github.com/decant/decant/source"
 )
 
@@ -39,6 +40,7 @@ type collector struct {
 	lagBytes, lagSeconds, lastCommit       *prometheus.Desc
 	applied, flushed                       *prometheus.Desc
 	txns, changes, bytes, commits          *prometheus.Desc
+	conflicts                              *prometheus.Desc
 	spillBytes, spillFiles                 *prometheus.Desc
 	walStatus, retained, slotCheck         *prometheus.Desc
 	copyRows, copyRowsEstimated, copyBytes *prometheus.Desc
@@ -63,6 +65,7 @@ func newCollector(s *State) *collector {
 		flushed:           d("flushed_position_bytes", "Position acknowledged to the source as flushed (LSN as a number)."),
 		txns:              d("transactions_applied_total", "Source transactions committed on the target."),
 		changes:           d("changes_applied_total", "Row changes and schema changes applied, by operation.", "op"),
+		conflicts:         d("conflicts_total", "Conflicts a --on-conflict policy resolved (each logged in the target's conflict table), by kind and policy.", "kind", "policy"),
 		bytes:             d("bytes_applied_total", "Decoded change bytes applied."),
 		commits:           d("target_commits_total", "Target commits (each with the checkpoint row)."),
 		spillBytes:        d("spill_bytes", "Bytes in spill files in use."),
@@ -113,6 +116,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.txns, float64(v.Txns))
 	for _, op := range opNames {
 		counter(c.changes, float64(s.changes[op].Load()), op.String())
+	}
+	for _, k := range apply.ConflictKinds() {
+		for _, p := range k.Resolving() {
+			counter(c.conflicts, float64(s.conflicts[k][p].Load()), k.String(), p.String())
+		}
 	}
 	counter(c.bytes, float64(v.Bytes))
 	counter(c.commits, float64(v.Commits))

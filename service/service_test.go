@@ -305,3 +305,25 @@ func TestWebhookMetrics(t *testing.T) {
 		`decant_webhook_events_total{pipeline="p1",result="failed"} 0`,
 		`decant_webhook_queue_length{pipeline="p1"} 2`)
 }
+
+// TestConflictCounters: the conflicts a commit resolved add up per kind
+// and policy; every pair a policy can resolve is served from zero.
+func TestConflictCounters(t *testing.T) {
+	st, clk := newTestState()
+	srv := httptest.NewServer(Handler(st, NewRegistry(st), Probes{MaxLag: time.Minute}))
+	defer srv.Close()
+	c := commit(1, 0x200, clk.t, false, source.OpInsert)
+	c.Conflicts[apply.InsertExists][apply.PolicyApply] = 2
+	c.Conflicts[apply.DeleteMissing][apply.PolicySkip] = 1
+	st.Committed(c)
+	st.Committed(c)
+	_, body := scrape(t, srv, "/metrics")
+	wantSeries(t, body,
+		`decant_conflicts_total{kind="insert_exists",pipeline="p1",policy="apply"} 4`,
+		`decant_conflicts_total{kind="delete_missing",pipeline="p1",policy="skip"} 2`,
+		`decant_conflicts_total{kind="update_missing",pipeline="p1",policy="apply"} 0`,
+		`decant_conflicts_total{kind="delete_differs",pipeline="p1",policy="skip"} 0`)
+	if strings.Contains(body, `kind="delete_missing",pipeline="p1",policy="apply"`) {
+		t.Error("a pair no policy can resolve is served")
+	}
+}

@@ -42,7 +42,8 @@ type State struct {
 	lastBeat, slotCheckTime atomic.Int64
 	txns, bytes, commits    atomic.Int64
 	changes                 [source.OpDDL + 1]atomic.Int64
-	commitSeconds, batch    prometheus.Histogram // Observe is lock-free
+	conflicts               [len(apply.ConflictTally{})][len(apply.ConflictTally{}[0])]atomic.Int64 // by apply.ConflictKind, apply.ConflictPolicy
+	commitSeconds, batch    prometheus.Histogram                                                    // Observe is lock-free
 
 	mu         sync.Mutex // guards what follows: written once per commit or check
 	checkpoint checkpoint.Row
@@ -141,6 +142,7 @@ func (s *State) Committed(c apply.Commit) {
 			s.changes[op].Add(n)
 		}
 	}
+	c.Conflicts.Each(func(k apply.ConflictKind, p apply.ConflictPolicy, n int64) { s.conflicts[k][p].Add(n) })
 	s.commitSeconds.Observe(c.Duration.Seconds())
 	if c.Txns > 0 {
 		s.batch.Observe(float64(c.Txns))

@@ -39,6 +39,7 @@ type world struct {
 	// nil: where row says.
 	rowAt func(n int) source.LSN
 	reads int
+	syncs []checkpoint.TableSync // decant.table_sync
 	// releaseAfter, when positive, is how many reads of an active slot
 	// find it active before its session lets it go.
 	releaseAfter, slotReads int
@@ -194,6 +195,11 @@ func (s *fakeSource) ExportSlot(context.Context) (*source.ExportedSlot, error) {
 	return source.NewExportedSlot(s.w.consistent, "snap-1", func(context.Context) { s.w.call("source.export-close") }), nil
 }
 
+func (s *fakeSource) ExportSyncSlot(context.Context) (*source.ExportedSlot, error) {
+	s.w.call("source.export-sync")
+	return source.NewExportedSlot(s.w.consistent, "snap-sync", func(context.Context) { s.w.call("source.export-sync-close") }), nil
+}
+
 func (s *fakeSource) DropSlot(context.Context) (bool, error) {
 	s.w.call("source.drop-slot")
 	existed := s.w.slot.Exists
@@ -316,5 +322,27 @@ func (t *fakeTarget) CopyPending(context.Context) (source.LSN, []source.TableNam
 }
 
 func (t *fakeTarget) ForgetCopy(context.Context) error { t.w.call("target.forget-copy"); return nil }
+
+func (t *fakeTarget) ReadSyncs(context.Context) ([]checkpoint.TableSync, error) {
+	return slices.Clone(t.w.syncs), nil
+}
+
+func (t *fakeTarget) SetSyncs(_ context.Context, syncs []checkpoint.TableSync) error {
+	t.w.call("target.sync %s %d as of %s", syncs[0].State, len(syncs), syncs[0].AsOf)
+	for _, s := range syncs {
+		i := slices.IndexFunc(t.w.syncs, func(o checkpoint.TableSync) bool { return o.Table == s.Table })
+		if i < 0 {
+			t.w.syncs = append(t.w.syncs, s)
+		} else {
+			t.w.syncs[i] = s
+		}
+	}
+	return nil
+}
+
+func (t *fakeTarget) ForgetAddCopy(context.Context) error {
+	t.w.call("target.forget-add-copy")
+	return nil
+}
 
 func (t *fakeTarget) Close(context.Context) { t.w.call("target.close %d", t.n) }

@@ -130,7 +130,14 @@ func OpenTarget(ctx context.Context, cfg Config) (Admin, error) {
 type target interface {
 	Admin
 	CopyPending(ctx context.Context) (asOf source.LSN, remaining []source.TableName, err error)
+	// ForgetCopy forgets the initial copy's state, and add-tables' too.
 	ForgetCopy(ctx context.Context) error
+	// ReadSyncs and SetSyncs keep the states of the tables add-tables
+	// brings in (decant.table_sync); ForgetAddCopy forgets the copy state
+	// of an add-tables copy.
+	ReadSyncs(ctx context.Context) ([]checkpoint.TableSync, error)
+	SetSyncs(ctx context.Context, syncs []checkpoint.TableSync) error
+	ForgetAddCopy(ctx context.Context) error
 }
 
 // targetSession reads the copy state through apply/bulk, which keeps it.
@@ -146,7 +153,25 @@ func (t targetSession) CopyPending(ctx context.Context) (source.LSN, []source.Ta
 }
 
 func (t targetSession) ForgetCopy(ctx context.Context) error {
-	return bulk.Forget(ctx, t.dsn, t.pipeline)
+	if err := bulk.Forget(ctx, t.dsn, t.pipeline); err != nil {
+		return err
+	}
+	if err := t.ForgetAddCopy(ctx); err != nil {
+		return err
+	}
+	return bulk.ForgetSyncs(ctx, t.dsn, t.pipeline)
+}
+
+func (t targetSession) ReadSyncs(ctx context.Context) ([]checkpoint.TableSync, error) {
+	return bulk.ReadSyncs(ctx, t.dsn, t.pipeline)
+}
+
+func (t targetSession) SetSyncs(ctx context.Context, syncs []checkpoint.TableSync) error {
+	return bulk.SetSyncs(ctx, t.dsn, t.pipeline, syncs)
+}
+
+func (t targetSession) ForgetAddCopy(ctx context.Context) error {
+	return bulk.Forget(ctx, t.dsn, SyncPipeline(t.pipeline))
 }
 
 // env is what a workflow connects to; tests give fakes.

@@ -36,6 +36,10 @@ type PGSource interface {
 	// ExportSlot creates the slot with an exported snapshot, which lives
 	// until the result is closed.
 	ExportSlot(ctx context.Context) (*source.ExportedSlot, error)
+	// ExportSyncSlot creates a temporary slot (not the pipeline's) with
+	// an exported snapshot, for add-tables: it marks where the copy
+	// stands, and goes when the result is closed.
+	ExportSyncSlot(ctx context.Context) (*source.ExportedSlot, error)
 	DropSlot(ctx context.Context) (bool, error)
 
 	WriteFence(ctx context.Context) (source.LSN, error)

@@ -20,8 +20,20 @@ type Status struct {
 	LagBytes     int64              `json:"lag_bytes"`
 	// Skips is the pipeline's decant.skipped: a pending skip, where run
 	// stopped, the last skipped transactions; nil when it holds none.
-	Skips      *SkipStatus `json:"skips,omitempty"`
-	LagSeconds float64     `json:"lag_seconds"`
+	Skips *SkipStatus `json:"skips,omitempty"`
+	// AddedTables are the tables decant add-tables brought in, with
+	// their state (decant.table_sync); none when it brought in none.
+	AddedTables []TableSyncStatus `json:"added_tables,omitempty"`
+	LagSeconds  float64           `json:"lag_seconds"`
+}
+
+// TableSyncStatus is one table add-tables brought in: copying (the
+// stream waits at its changes) or ready, with the position its copy was
+// taken at.
+type TableSyncStatus struct {
+	Table string `json:"table"`
+	State string `json:"state"`
+	AsOf  string `json:"as_of,omitempty"`
 }
 
 // SlotStatus is the pipeline's slot on the source.
@@ -104,6 +116,9 @@ func (e *env) status(ctx context.Context, src PGSource, tgt target) (Status, err
 	if st.Skips, err = readSkipStatus(ctx, tgt, cp); err != nil {
 		return st, err
 	}
+	if st.AddedTables, err = readSyncStatus(ctx, tgt); err != nil {
+		return st, err
+	}
 	switch {
 	case s.HasFlushLag:
 		st.LagSeconds = s.FlushLag.Seconds()
@@ -137,3 +152,19 @@ func (st *Status) fillCheckpoint(cp checkpoint.Row, current source.LSN) {
 }
 
 func sinceSeconds(t time.Time) float64 { return time.Since(t).Seconds() }
+
+func readSyncStatus(ctx context.Context, tgt target) ([]TableSyncStatus, error) {
+	syncs, err := tgt.ReadSyncs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []TableSyncStatus
+	for _, s := range syncs {
+		ts := TableSyncStatus{Table: s.Table.String(), State: string(s.State)}
+		if s.State == checkpoint.SyncReady {
+			ts.AsOf = s.AsOf.String()
+		}
+		out = append(out, ts)
+	}
+	return out, nil
+}

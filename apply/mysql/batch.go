@@ -89,8 +89,12 @@ func (t *Target) flush(ctx context.Context) error {
 		return fmt.Errorf("target answered %d results for %d statements", len(counts), len(prefix)+len(b.stmts))
 	}
 	for i, s := range b.stmts {
-		if got := counts[len(prefix)+i]; s.info.Expect >= 0 && got != int64(s.info.Expect) {
+		got := counts[len(prefix)+i]
+		if s.info.Expect >= 0 && got != int64(s.info.Expect) {
 			return t.failed(s.info, rowCountError(s.info, got))
+		}
+		if s.info.Policy != apply.PolicyError {
+			t.conflicts[s.info.Conflict][s.info.Policy] += got
 		}
 	}
 	return nil
@@ -191,6 +195,8 @@ func (t *Target) diagnose(ctx context.Context, batchErr error) error {
 
 func rowCountError(info apply.Origin, got int64) error {
 	switch {
+	case info.Judges:
+		return apply.ConflictError(info.Conflict)
 	case info.Op == "checkpoint":
 		return fmt.Errorf("%w: the stored checkpoint is past this position; another decant is applying this pipeline, stop it", checkpoint.ErrRegressed)
 	case info.Op == "insert":

@@ -36,12 +36,8 @@ func (t *Target) PendingSkip(ctx context.Context) (checkpoint.Skip, bool, error)
 	if err != nil {
 		return checkpoint.Skip{}, false, err
 	}
-	for _, s := range rows {
-		if s.Pending() {
-			return s, true, nil
-		}
-	}
-	return checkpoint.Skip{}, false, nil
+	s, ok := checkpoint.PendingOf(rows)
+	return s, ok, nil
 }
 
 // RecordSkip opens the transaction, locks the pending row (a cancel then

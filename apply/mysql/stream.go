@@ -59,7 +59,7 @@ func (t *Target) openStream(ctx context.Context) (streamWriter, error) {
 	if err := t.readCommitted(ctx); err != nil {
 		return streamWriter{}, fmt.Errorf("main target session: %w", err)
 	}
-	w := &Target{cfg: t.cfg, log: t.log}
+	w := &Target{cfg: t.cfg, log: t.log, parent: t}
 	if err := w.connect(ctx); err != nil {
 		return streamWriter{}, err
 	}

@@ -46,7 +46,10 @@ type Config struct {
 	// up with a *source.TimeoutError, which the pipeline retries. 0: no
 	// bound.
 	Timeout time.Duration
-	Logger  *slog.Logger
+	// Conflicts says what to do with a change that finds the target
+	// otherwise than the source left it (conflict.go).
+	Conflicts apply.ConflictPolicies
+	Logger    *slog.Logger
 }
 
 // Limits on what one batch holds; the byte limit also stays below half the
@@ -85,9 +88,16 @@ type Target struct {
 
 	streams          apply.Streams[streamWriter] // transactions streamed while in progress, by xid (stream.go)
 	readCommittedSet bool                        // the session was asked for READ COMMITTED (stream.go)
+
+	// Conflicts resolved in the open transaction, and by the commits
+	// since TakeConflicts; a streamed transaction's writer counts its
+	// commit's in its parent's (the main writer's).
+	conflicts, committedConflicts apply.ConflictTally
+	parent                        *Target
 }
 
 var _ apply.Target = (*Target)(nil)
+var _ apply.ConflictCounter = (*Target)(nil)
 
 // New returns a Target; Open connects.
 func New(cfg Config) (*Target, error) {
@@ -188,6 +198,10 @@ func (t *Target) connect(ctx context.Context) error {
 	t.lit = literals{noBackslash: s.NoBackslash}
 	t.readCommittedSet = false
 	t.forgetTables()
+	if err := t.createConflictLog(ctx); err != nil {
+		t.Close(ctx)
+		return err
+	}
 	return nil
 }
 
@@ -306,6 +320,9 @@ func (t *Target) change(ctx context.Context, txn *source.Txn, c *source.Change, 
 	p, err := t.plan(ctx, c.Rel)
 	if err != nil {
 		return err
+	}
+	if t.cfg.Conflicts.Resolves(p.Target) {
+		return t.resolvingChange(ctx, txn, p, c)
 	}
 	if gather && t.net.Add(p, p.Plan, txn, c) {
 		if t.net.Full() {
@@ -520,12 +537,14 @@ func (t *Target) Commit(ctx context.Context, cp checkpoint.Row) (err error) {
 			return &apply.Error{Op: "commit", Xid: cp.Xid, Commit: cp.Commit, Err: describe(err)}
 		}
 		t.replay.Committed()
+		t.conflictsCommitted()
 		return nil
 	})
 }
 
 // Rollback abandons the open transaction and anything not yet sent.
 func (t *Target) Rollback(ctx context.Context) error {
+	t.conflicts = apply.ConflictTally{}
 	t.batch.reset()
 	t.run.reset()
 	t.net.Reset()

@@ -29,12 +29,8 @@ func (t *Target) PendingSkip(ctx context.Context) (checkpoint.Skip, bool, error)
 	if err != nil {
 		return checkpoint.Skip{}, false, err
 	}
-	for _, s := range rows {
-		if s.Pending() {
-			return s, true, nil
-		}
-	}
-	return checkpoint.Skip{}, false, nil
+	s, ok := checkpoint.PendingOf(rows)
+	return s, ok, nil
 }
 
 // RecordSkip queues the mark of the skip as done into the open

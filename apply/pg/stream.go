@@ -37,7 +37,7 @@ func (t *Target) StreamApply(ctx context.Context, txn *source.Txn, changes []sou
 
 // openStream connects a child writer for a streamed transaction.
 func (t *Target) openStream(ctx context.Context) (streamWriter, error) {
-	w := &Target{cfg: t.cfg, log: t.log, wal: t.wal}
+	w := &Target{cfg: t.cfg, log: t.log, wal: t.wal, parent: t}
 	if err := w.connect(ctx); err != nil {
 		return streamWriter{}, err
 	}

@@ -42,7 +42,10 @@ type Config struct {
 	Timeout time.Duration
 	// AsyncCommit commits with synchronous_commit = off (durable.go).
 	AsyncCommit bool
-	Logger      *slog.Logger
+	// Conflicts says what to do with a change that finds the target
+	// otherwise than the source left it (conflict.go).
+	Conflicts apply.ConflictPolicies
+	Logger    *slog.Logger
 }
 
 // Limits on what is buffered before a round trip.
@@ -82,9 +85,16 @@ type Target struct {
 	streams apply.Streams[streamWriter] // transactions streamed while in progress, by xid (stream.go)
 	wal     *walState                   // what the sessions know of the WAL; shared with the streams' writers (durable.go)
 	gone    []int32                     // backend pids of sessions given up, until fence saw them end
+
+	// Conflicts resolved in the open transaction, and by the commits
+	// since TakeConflicts; a streamed transaction's writer counts its
+	// commit's in its parent's (the main writer's).
+	conflicts, committedConflicts apply.ConflictTally
+	parent                        *Target
 }
 
 var _ apply.Target = (*Target)(nil)
+var _ apply.ConflictCounter = (*Target)(nil)
 
 // New returns a Target; Open connects.
 func New(cfg Config) (*Target, error) {
@@ -196,6 +206,10 @@ func (t *Target) connect(ctx context.Context) error {
 		conn.Close(ctx)
 		return err
 	}
+	if err := t.createConflictLog(ctx, conn); err != nil {
+		conn.Close(ctx)
+		return err
+	}
 	t.conn, t.originSet = conn, false
 	t.forgetTables()
 	t.stmts = map[string]string{}
@@ -263,6 +277,9 @@ func (t *Target) change(ctx context.Context, txn *source.Txn, c *source.Change, 
 	p, err := t.plan(ctx, c.Rel)
 	if err != nil {
 		return err
+	}
+	if t.cfg.Conflicts.Resolves(p.Target) {
+		return t.resolvingChange(ctx, txn, p, c)
 	}
 	if gather && t.net.Add(p, p.Plan, txn, c) {
 		if t.net.Full() {
@@ -449,16 +466,24 @@ func (t *Target) sendBatch(ctx context.Context) error {
 	var failed error
 	i := 0 // results come in statement order; a failing one ends them
 	for ; mrr.NextResult(); i++ {
+		info := t.batch.info[i]
+		var judged error
+		if info.Judges && failed == nil {
+			judged = t.judged(mrr.ResultReader())
+		}
 		tag, err := mrr.ResultReader().Close()
 		if failed != nil {
 			continue
 		}
-		info := t.batch.info[i]
 		switch {
+		case err == nil && judged != nil:
+			failed = info.Fail(judged)
 		case err != nil:
 			failed = info.Fail(describe(err))
 		case info.Expect >= 0 && tag.RowsAffected() != int64(info.Expect):
 			failed = info.Fail(rowCountError(info, tag.RowsAffected()))
+		case info.Policy != apply.PolicyError:
+			t.conflicts[info.Conflict][info.Policy] += tag.RowsAffected()
 		}
 		if failed != nil && info.Net {
 			failed = t.replay.Fail(failed)
@@ -522,12 +547,14 @@ func (t *Target) Commit(ctx context.Context, cp checkpoint.Row) error {
 			return &apply.Error{Op: "commit", Xid: cp.Xid, Commit: cp.Commit, Err: describe(err)}
 		}
 		t.replay.Committed()
+		t.conflictsCommitted()
 		return nil
 	})
 }
 
 // Rollback abandons the open transaction and anything not yet sent.
 func (t *Target) Rollback(ctx context.Context) error {
+	t.conflicts = apply.ConflictTally{}
 	t.batch.reset()
 	t.run.reset()
 	t.net.Reset()

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/hex"
@@ -170,20 +171,26 @@ func (r *spanResult) differs() bool {
 // values are valid only until the side's next row.
 func merge(ctx context.Context, t *table, src, tgt rawRows, max int, fix *fixer) (*spanResult, error) {
 	res := &spanResult{}
-	var a, b row
+	var a, b readRow
+	var cmp rowComparer
+	cmp.init(t)
 	nextA := func() (bool, error) {
 		if !src.Next() {
 			return false, nil
 		}
 		res.SourceRows++
-		return true, a.fill(src.Values(), t.src, t.key, t.isKey)
+		return true, a.fill(src.Values(), t.srcRaw, t)
+	}
+	tgtRaw := make(normal, len(t.srcRaw))
+	for i := range tgtRaw {
+		tgtRaw[i] = asText
 	}
 	nextB := func() (bool, error) {
 		if !tgt.Next() {
 			return false, nil
 		}
 		res.TargetRows++
-		return true, b.fill(tgt.Values(), t.tgt, t.key, t.isKey)
+		return true, b.fill(tgt.Values(), tgtRaw, t)
 	}
 	hasA, err := nextA()
 	if err != nil {
@@ -215,7 +222,7 @@ func merge(ctx context.Context, t *table, src, tgt rawRows, max int, fix *fixer)
 			note(&res.Missing, &res.MissingKeys, a.key)
 		case c > 0:
 			note(&res.Extra, &res.ExtraKeys, b.key)
-		case a.hash != b.hash:
+		case !cmp.same(&a, &b):
 			note(&res.Different, &res.DifferentKeys, a.key)
 		default:
 			differs = false
@@ -267,4 +274,109 @@ func sumRows(rows rawRows, norm normal, count *int64, sum *[2]uint64) error {
 		sum[1] += hash64(append(r.buf, 0x5a)) * 0x9e3779b97f4a7c15
 	}
 	return nil
+}
+
+// readRow is one row as the merge holds it: its key in normal form, then
+// its other columns as read (a source value converted as the target
+// writer sends it), each normalized only when the other side's value
+// differs as read: most rows are equal byte for byte, and normalizing
+// (a JSON document, above all) costs more than reading.
+type readRow struct {
+	buf     []byte
+	ends    []int // of each field in buf: the key's, then the others'
+	null    []bool
+	key     [][]byte
+	scratch []byte
+}
+
+// fill reads vals into r; raw reads each column's value.
+func (r *readRow) fill(vals [][]byte, raw normal, t *table) error {
+	r.buf, r.ends, r.null = r.buf[:0], r.ends[:0], r.null[:0]
+	for _, k := range t.key {
+		if v := vals[k]; v != nil {
+			// Keys are NOT NULL; a NULL conversion compares as empty.
+			start := len(r.buf)
+			var err error
+			if r.buf, _, err = raw[k](r.buf, v); err != nil {
+				return err
+			}
+			if norm := t.norms[k]; norm != nil {
+				r.scratch = append(r.scratch[:0], r.buf[start:]...)
+				r.buf = norm(r.buf[:start], r.scratch)
+			}
+		}
+		r.push(false)
+	}
+	for i, v := range vals {
+		if t.isKey[i] {
+			continue
+		}
+		null := v == nil
+		if !null {
+			var err error
+			if r.buf, null, err = raw[i](r.buf, v); err != nil {
+				return err
+			}
+		}
+		r.push(null)
+	}
+	r.key = r.key[:0]
+	for f := range t.key {
+		r.key = append(r.key, r.field(f))
+	}
+	return nil
+}
+
+func (r *readRow) push(null bool) {
+	r.ends = append(r.ends, len(r.buf))
+	r.null = append(r.null, null)
+}
+
+func (r *readRow) field(f int) []byte {
+	start := 0
+	if f > 0 {
+		start = r.ends[f-1]
+	}
+	return r.buf[start:r.ends[f]]
+}
+
+// rowComparer compares the columns other than the key of two rows with
+// the same key.
+type rowComparer struct {
+	norms  []normalizer // by field after the key
+	na, nb []byte
+}
+
+func (c *rowComparer) init(t *table) {
+	for i := range t.isKey {
+		if !t.isKey[i] {
+			c.norms = append(c.norms, t.norms[i])
+		}
+	}
+}
+
+// same says whether a and b hold equal values in normal form.
+func (c *rowComparer) same(a, b *readRow) bool {
+	k := len(a.ends) - len(c.norms)
+	for i, norm := range c.norms {
+		f := k + i
+		if a.null[f] || b.null[f] {
+			if a.null[f] != b.null[f] {
+				return false
+			}
+			continue
+		}
+		va, vb := a.field(f), b.field(f)
+		if bytes.Equal(va, vb) {
+			continue
+		}
+		if norm == nil {
+			return false
+		}
+		c.na, c.nb = norm(c.na[:0], va), norm(c.nb[:0], vb)
+		if !bytes.Equal(c.na, c.nb) {
+			return false
+		}
+	}
+	return true
 }

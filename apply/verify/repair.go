@@ -23,7 +23,9 @@ import (
 // rows by their target values (read back from the target), in a
 // transaction of their own committed first; inserts go through
 // Repair.Writer, which writes source rows as the stream does (mapping,
-// conversions, the target's session settings). Equal spans cost one
+// conversions, the target's session settings); on a PostgreSQL target,
+// whose differing spans are compared by row hash, the source rows to
+// insert are read by key at each flush. Equal spans cost one
 // checksum each on a PostgreSQL target; on a MySQL one every span is read,
 // as verify reads it.
 //
@@ -105,7 +107,9 @@ type fixer struct {
 	t      *table
 	writer RowWriter
 	conn   *pgx.Conn
+	src    *pgx.Conn  // reads the rows to insert by key (hashed.go)
 	del    [][][]byte // target values: the key, or a whole row without one
+	keys   [][][]byte // source keys whose rows are to be inserted
 	ins    [][]source.Value
 	sent   int64 // rows deleted and inserted
 }
@@ -124,8 +128,10 @@ func (w *worker) fixer(ctx context.Context, t *table) (*fixer, error) {
 
 func (f *fixer) close(ctx context.Context) {
 	f.writer.Close(ctx)
-	if f.conn != nil {
-		f.conn.Close(ctx)
+	for _, c := range []*pgx.Conn{f.conn, f.src} {
+		if c != nil {
+			c.Close(ctx)
+		}
 	}
 }
 
@@ -145,20 +151,34 @@ func (f *fixer) remove(ctx context.Context, vals [][]byte) error {
 	return f.maybeFlush(ctx)
 }
 
-// insert queues the source row whose compared columns vals are.
+// insert queues the source row whose compared columns vals are; in the
+// hashed view, vals hold only its key, and the row is read at the flush.
 func (f *fixer) insert(ctx context.Context, vals [][]byte) error {
-	row := make([]source.Value, len(f.t.rel.Columns))
-	for n, i := range f.t.cols {
+	if f.t.full != nil {
+		key := make([][]byte, len(f.t.key))
+		for i, k := range f.t.key {
+			key[i] = clone(vals[k])
+		}
+		f.keys = append(f.keys, key)
+	} else {
+		f.ins = append(f.ins, sourceRow(f.t, vals))
+	}
+	return f.maybeFlush(ctx)
+}
+
+// sourceRow makes a row of t.rel from the values of t's compared columns.
+func sourceRow(t *table, vals [][]byte) []source.Value {
+	row := make([]source.Value, len(t.rel.Columns))
+	for n, i := range t.cols {
 		if vals[n] != nil {
 			row[i] = source.Value{Kind: source.ValueText, Data: clone(vals[n])}
 		}
 	}
-	f.ins = append(f.ins, row)
-	return f.maybeFlush(ctx)
+	return row
 }
 
 func (f *fixer) maybeFlush(ctx context.Context) error {
-	if len(f.del)+len(f.ins) < f.w.cfg.Repair.Batch {
+	if len(f.del)+len(f.keys)+len(f.ins) < f.w.cfg.Repair.Batch {
 		return nil
 	}
 	return f.flush(ctx)
@@ -179,6 +199,11 @@ func (f *fixer) flush(ctx context.Context) error {
 		}
 		f.sent += int64(len(f.del))
 		f.del = f.del[:0]
+	}
+	if len(f.keys) > 0 {
+		if err := f.fetch(ctx); err != nil {
+			return fmt.Errorf("repair target table %s: %w", f.t.target, err)
+		}
 	}
 	if len(f.ins) > 0 {
 		if err := f.writer.Insert(ctx, f.t.rel, f.ins); err != nil {

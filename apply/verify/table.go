@@ -39,9 +39,26 @@ type table struct {
 	srcOrder, tgtOrder []string // ORDER BY expressions
 	srcKey, tgtKey     []string // key columns, quoted, for span conditions
 	src, tgt           normal   // per compared column
+	// srcRaw reads a source value as the target writer sends it (for a
+	// PostgreSQL target: as it is), norms brings that and the target's
+	// value to their normal form (nil: they are compared as they are).
+	// The merge normalizes only values that differ as read.
+	srcRaw normal
+	norms  []normalizer
 	// keyConv converts a source key value (a span bound) into what the
 	// MySQL target compares it with.
 	keyConv []mapping.Converter
+	// hashed is the table's view for the hashed comparison of a span
+	// (hashed.go): PostgreSQL targets, tables with a key; full, in that
+	// view, is the table itself.
+	hashed, full *table
+	// srcHash and tgtHash are the compared columns as the row hash reads
+	// them on a PostgreSQL target; byType: hash_record_extended over them
+	// (hashed.go).
+	srcHash, tgtHash []string
+	byType           bool
+	tgtNames         []string // the target column of each compared position
+	sums             *sumStats
 }
 
 // normal brings each value of a row (NULL: nil) to its normal form.
@@ -67,14 +84,18 @@ func newTable(def *source.TableDef, tt *mapping.TargetTable, my *mysql.Table, ru
 	if err != nil {
 		return nil, err
 	}
-	t := &table{def: def, target: tt.Name, rel: rel, cols: p.Cols}
+	t := &table{def: def, target: tt.Name, rel: rel, cols: p.Cols, sums: &sumStats{}}
+
 	pos := map[int]int{} // source column → compared position
 	for n, i := range p.Cols {
 		pos[i] = n
 		c := rel.Columns[i]
 		name := p.Targets[i].Name
+		t.tgtNames = append(t.tgtNames, name)
 		t.srcCols = append(t.srcCols, mapping.QuotePG(c.Name))
 		t.src = append(t.src, asText)
+		t.srcRaw = append(t.srcRaw, asText)
+		t.norms = append(t.norms, nil)
 		if my == nil {
 			t.tgtCols = append(t.tgtCols, mapping.QuotePG(name))
 			t.tgt = append(t.tgt, asText)
@@ -93,6 +114,8 @@ func newTable(def *source.TableDef, tt *mapping.TargetTable, my *mysql.Table, ru
 		}
 		norm := mysqlNormalizer(mc)
 		t.src[n] = convertThen(conv, norm, c.Name)
+		t.srcRaw[n] = convertRaw(conv, c.Name)
+		t.norms[n] = norm
 		t.tgt = append(t.tgt, func(dst, v []byte) ([]byte, bool, error) { return norm(dst, v), false, nil })
 	}
 	if len(p.Key) == 0 {
@@ -168,6 +191,20 @@ func convertThen(conv mapping.Converter, norm normalizer, col string) func(dst, 
 	}
 }
 
+// convertRaw reads a source value as the MySQL writer would send it.
+func convertRaw(conv mapping.Converter, col string) func(dst, v []byte) ([]byte, bool, error) {
+	return func(dst, v []byte) ([]byte, bool, error) {
+		out, err := conv(v)
+		if err != nil {
+			return dst, false, fmt.Errorf("column %s: a source value cannot be written to the target: %w", col, err)
+		}
+		if out == nil {
+			return dst, true, nil
+		}
+		return appendArg(dst, out), false, nil
+	}
+}
+
 // describeTarget reads the target table of a source table.
 func (w *worker) describeTarget(ctx context.Context, name source.TableName) (*mapping.TargetTable, *mysql.Table, error) {
 	if w.cfg.MySQL {
@@ -209,10 +246,24 @@ func (w *worker) prepare(ctx context.Context, def *source.TableDef) (*table, []s
 		return nil, nil, fmt.Errorf("read source table %s: %w", def.Name, err)
 	}
 	t.partitioned = kind == "p"
+	if !w.cfg.MySQL {
+		tgt, err := w.target(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		var version int
+		if err := tgt.QueryRow(ctx, "SELECT current_setting('server_version_num')::int").Scan(&version); err != nil {
+			return nil, nil, fmt.Errorf("read the target's server version: %w", pg.Describe(err))
+		}
+		t.setRowHash(def, tt, version >= 140000)
+	}
 	if !t.split {
 		return t, []span{{}}, nil
 	}
-	bounds, err := w.bounds(ctx, t)
+	bounds, ok, err := w.evenBounds(ctx, t)
+	if err == nil && !ok {
+		bounds, err = w.bounds(ctx, t)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -6,19 +6,20 @@
 //
 // A table with a key is cut into spans of about Config.SpanRows source
 // rows by key (when every key column sorts alike on both servers; else one
-// span). For each span both sides are read in key order, streamed, and
-// merged: each row is hashed from its normal form, the span's counts and
-// hashes are compared, and the keys only the source has (missing), only
-// the target has (extra) or both have with other values (different) are
+// span; bounds.go cuts a single integer key without reading it). For each
+// span both sides are read in key order, streamed, and merged: rows are
+// matched by key, their other values compared (normalized only where they
+// differ as read), and the keys only the source has (missing), only the
+// target has (extra) or both have with other values (different) are
 // listed. Memory holds one row per side and the listed keys, never a
 // table. A table without a key is compared by its row count and sums of
 // row hashes (a multiset), without keys.
 //
 // On a PostgreSQL target both servers first count each span and sum its
-// row hashes; only spans where they disagree are streamed and merged. On
-// a MySQL target every span is streamed and the checksums are computed
-// here, because only here can a source value be converted as the target
-// writer converts it.
+// row hashes; only spans where they disagree are streamed, as keys and
+// row hashes (hashed.go). On a MySQL target every span is streamed whole,
+// because only here can a source value be converted as the target writer
+// converts it.
 //
 // While decant run applies changes, a span read on both sides at slightly
 // different moments may differ only in passing: spans that differ are read
@@ -35,7 +36,6 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -381,10 +381,15 @@ func (w *worker) compare(ctx context.Context, t *table, s span) (*spanResult, er
 
 func (w *worker) compareOnly(ctx context.Context, t *table, s span) (*spanResult, error) {
 	if !w.cfg.MySQL {
+		if t.key != nil && !t.sums.pay() {
+			return w.compareHashes(ctx, t, s)
+		}
 		res, same, err := w.sums(ctx, t, s)
 		if err != nil || same || t.key == nil {
 			return res, err
 		}
+		t.sums.differed()
+		return w.compareHashes(ctx, t, s)
 	}
 	var fix *fixer
 	if w.cfg.Repair != nil && t.key != nil {
@@ -412,14 +417,8 @@ func (w *worker) compareOnly(ctx context.Context, t *table, s span) (*spanResult
 	} else {
 		res, err = merge(ctx, t, srcRows, tgtRows, w.cfg.MaxKeys, fix)
 	}
-	serr, terr := srcRows.Close(), tgtRows.Close()
-	switch {
-	case serr != nil:
-		return nil, fmt.Errorf("read source table %s: %w", t.def.Name, serr)
-	case terr != nil:
-		return nil, fmt.Errorf("read target table %s: %w", t.target, terr)
-	case err != nil:
-		return nil, fmt.Errorf("compare table %s: %w", t.def.Name, err)
+	if err := closeBoth(t, srcRows, tgtRows, err); err != nil {
+		return nil, err
 	}
 	return res, nil
 }
@@ -456,11 +455,10 @@ func (w *worker) targetRows(ctx context.Context, t *table, s span) (rawRows, err
 	return nil, fmt.Errorf("read target table %s: %w", t.target, err)
 }
 
-// sumSQL counts a span's rows and sums the 64-bit hashes of their text
-// (ROW(...)::text prints each value as the streamed comparison reads it):
-// equal spans give equal sums; a difference that cancels out in the sum
-// takes a 64-bit coincidence.
-const sumSQL = "SELECT count(*), coalesce(sum(hashtextextended(ROW(%s)::text, 0)), 0)::text FROM %s"
+// sumSQL counts a span's rows and sums their 64-bit row hashes
+// (rowHashSQL): equal spans give equal sums; a difference that cancels
+// out in the sum takes a 64-bit coincidence.
+const sumSQL = "SELECT count(*), coalesce(sum(%s), 0)::text FROM %s"
 
 // sums has both PostgreSQL servers count and checksum a span. For a table
 // without a key the result is final: it says whether the rows differ,
@@ -475,7 +473,7 @@ func (w *worker) sums(ctx context.Context, t *table, s span) (res *spanResult, s
 		return nil, false, err
 	}
 	query := func(cols, keys []string, from string) (string, [][]byte) {
-		q := fmt.Sprintf(sumSQL, strings.Join(cols, ", "), from)
+		q := fmt.Sprintf(sumSQL, t.rowHashSQL(cols), from)
 		if t.key == nil {
 			return q, nil
 		}
@@ -484,15 +482,16 @@ func (w *worker) sums(ctx context.Context, t *table, s span) (res *spanResult, s
 	}
 	res = &spanResult{}
 	var srcSum, tgtSum string
-	q, args := query(t.srcCols, t.srcKey, t.srcFrom())
+	q, args := query(t.srcHash, t.srcKey, t.srcFrom())
 	if err := scanSum(ctx, src, q, args, &res.SourceRows, &srcSum); err != nil {
 		return nil, false, fmt.Errorf("checksum source table %s: %w", t.def.Name, err)
 	}
-	q, args = query(t.tgtCols, t.tgtKey, t.tgtFrom(false))
+	q, args = query(t.tgtHash, t.tgtKey, t.tgtFrom(false))
 	if err := scanSum(ctx, tgt, q, args, &res.TargetRows, &tgtSum); err != nil {
 		return nil, false, fmt.Errorf("checksum target table %s: %w", t.target, pg.Describe(err))
 	}
 	res.sourceHash[0], res.targetHash[0] = hash64([]byte(srcSum)), hash64([]byte(tgtSum))
+	t.sums.tried()
 	return res, !res.differs(), nil
 }
 

@@ -261,3 +261,34 @@ func TestSumRows(t *testing.T) {
 		t.Error("another duplicate gives the same multiset hash")
 	}
 }
+
+// TestRowComparer: values equal as read are equal without normalizing;
+// others are compared in normal form; NULL equals only NULL.
+func TestRowComparer(t *testing.T) {
+	tb := &table{key: []int{0}, isKey: []bool{true, false, false}, norms: []normalizer{nil, normDecimal, nil},
+		srcRaw: normal{asText, asText, asText}}
+	var c rowComparer
+	c.init(tb)
+	read := func(vals ...[]byte) *readRow {
+		var r readRow
+		if err := r.fill(vals, tb.srcRaw, tb); err != nil {
+			t.Fatal(err)
+		}
+		return &r
+	}
+	for _, tc := range []struct {
+		a, b [][]byte
+		same bool
+	}{
+		{[][]byte{[]byte("1"), []byte("1.50"), []byte("x")}, [][]byte{[]byte("1"), []byte("1.5"), []byte("x")}, true},
+		{[][]byte{[]byte("1"), []byte("1.5"), []byte("x")}, [][]byte{[]byte("1"), []byte("1.6"), []byte("x")}, false},
+		{[][]byte{[]byte("1"), []byte("1.5"), []byte("x")}, [][]byte{[]byte("1"), []byte("1.5"), []byte("X")}, false},
+		{[][]byte{[]byte("1"), nil, []byte("")}, [][]byte{[]byte("1"), nil, []byte("")}, true},
+		{[][]byte{[]byte("1"), nil, []byte("x")}, [][]byte{[]byte("1"), []byte(""), []byte("x")}, false},
+		{[][]byte{[]byte("1"), []byte("2"), nil}, [][]byte{[]byte("1"), []byte("2"), []byte("")}, false},
+	} {
+		if got := c.same(read(tc.a...), read(tc.b...)); got != tc.same {
+			t.Errorf("same(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.same)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/decant/decant/apply"
 	"github.com/decant/decant/apply/mysql"
 	"github.com/decant/decant/mapping"
 	"github.com/decant/decant/notify"
@@ -39,8 +40,12 @@ type config struct {
 	// OnUnsupportedDDL is stop or skip, for schema changes decant cannot
 	// translate.
 	OnUnsupportedDDL string
-	LogLevel         string
-	LogJSON          bool
+	// OnConflict are the KIND=POLICY conflict policies for every table,
+	// Conflicts those of the file's conflicts: section, by source table.
+	OnConflict []string
+	Conflicts  map[string][]string
+	LogLevel   string
+	LogJSON    bool
 	// MaxTxnMemory bounds the decoded changes held in memory, over all
 	// transactions waiting for their commit; past it they spill to
 	// files in SpillDir.
@@ -78,7 +83,9 @@ type config struct {
 	rules   []mapping.Rule
 	columns map[source.TableName]mapping.ColumnRules
 	policy  mapping.Policy
-	memory  int // MaxTxnMemory in bytes
+	// conflicts are the conflict policies by target table.
+	conflicts apply.ConflictPolicies
+	memory    int // MaxTxnMemory in bytes
 
 	sourceTimeout, targetTimeout time.Duration
 }
@@ -179,6 +186,7 @@ func (f *flags) load(cmd *cobra.Command) (config, error) {
 	c := f.values
 	c.Columns = file.columns
 	c.Webhooks = file.webhooks
+	c.Conflicts = file.conflicts
 	if c.Pipeline == "" {
 		c.Pipeline = "decant"
 	}
@@ -188,7 +196,7 @@ func (f *flags) load(cmd *cobra.Command) (config, error) {
 // validate checks the settings and derives what the packages take from
 // them; every mistake is a usage error, found before anything connects.
 func (c *config) validate() error {
-	for _, check := range []func() error{c.validateEnds, c.readPasswords, c.validateMapping, c.validateRun} {
+	for _, check := range []func() error{c.validateEnds, c.readPasswords, c.validateMapping, c.validateConflicts, c.validateRun} {
 		if err := check(); err != nil {
 			return err
 		}

@@ -20,6 +20,8 @@ type fileSettings struct {
 	columns map[string]mapping.ColumnRules
 	// webhooks are the webhooks: entries, which add to --webhook.
 	webhooks []notify.Target
+	// conflicts are the conflicts: policies, KIND=POLICY by source table.
+	conflicts map[string][]string
 }
 
 // fileValue is one key's value and where it is, for errors.
@@ -61,6 +63,8 @@ func readSettings(path string, known map[string]bool) (fileSettings, error) {
 			err = file.readColumns(v)
 		case k.Value == "webhooks":
 			err = file.readWebhooks(v)
+		case k.Value == "conflicts":
+			err = file.readConflicts(v)
 		case k.Value == "source" && v.Kind == yaml.MappingNode:
 			err = file.readSource(v)
 		case known[k.Value]:

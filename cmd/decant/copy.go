@@ -54,6 +54,7 @@ decant cutover.`,
 	}
 	addInitFlags(cmd, &f, &o, false)
 	addDDLFlags(cmd, &f)
+	addConflictFlags(cmd, &f)
 	addStreamFlags(cmd, &f)
 	addTimeoutFlags(cmd, &f)
 	addApplyFlags(cmd, &f)

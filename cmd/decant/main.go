@@ -97,7 +97,7 @@ Exit codes:
 	root.SetVersionTemplate("{{.Version}}")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(initCmd(), runCmd(), statusCmd(), dropCmd(), decodeCmd())
-	root.AddCommand(copyCmd(), migrateCmd(), verifyCmd(), resyncCmd(), cutoverCmd(), skipCmd(), versionCmd())
+	root.AddCommand(copyCmd(), migrateCmd(), verifyCmd(), resyncCmd(), cutoverCmd(), skipCmd(), addTablesCmd(), versionCmd())
 	for _, c := range root.Commands() {
 		if c.Args != nil {
 			continue // decode takes a file

@@ -17,6 +17,7 @@ import (
 func resyncCmd() *cobra.Command {
 	var f flags
 	var yes bool
+	var cpuProfile string
 	o := migrate.DefaultResyncOptions()
 	cmd := &cobra.Command{
 		Use:   "resync",
@@ -56,10 +57,17 @@ one comparison each.`,
 			if o.Jobs < 1 || o.SpanRows < 1 || o.Batch < 1 {
 				return usagef("--jobs, --span-rows and --batch must be at least 1")
 			}
+			stop, err := startCPUProfile(cpuProfile)
+			if err != nil {
+				return err
+			}
 			log := logger(c)
 			o.Confirm = confirmDrop(yes, c.Pipeline)
 			o.Progress = newResyncProgress(log)
 			res, err := migrate.Resync(cmd.Context(), c.workflow(log), o)
+			if perr := stop(); err == nil {
+				err = perr
+			}
 			if err != nil {
 				return err
 			}
@@ -74,6 +82,7 @@ one comparison each.`,
 	fs.IntVar(&o.Jobs, "jobs", o.Jobs, "spans compared and repaired at once (each holds sessions on either side)")
 	fs.Int64Var(&o.SpanRows, "span-rows", o.SpanRows, "source rows per span of a table's key (an equal span costs one checksum)")
 	fs.IntVar(&o.Batch, "batch", o.Batch, "rows repaired per target transaction")
+	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the resync to this file (Go pprof format, for go tool pprof)")
 	return cmd
 }
 

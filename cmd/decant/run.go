@@ -71,6 +71,7 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 	cmd.Flags().Lookup("tables").Usage = "GaussDB and openGauss sources: comma list of schema.table patterns to decode, '*' matches any run of characters (default: every table outside system schemas, env DECANT_TABLES); a PostgreSQL source streams its publication's tables (decant init --tables)"
 	addMappingFlags(cmd, &f)
 	addDDLFlags(cmd, &f)
+	addConflictFlags(cmd, &f)
 	addStreamFlags(cmd, &f)
 	addTimeoutFlags(cmd, &f)
 	addApplyFlags(cmd, &f)
@@ -167,8 +168,12 @@ func runPipeline(ctx context.Context, c config, o runOptions, log *slog.Logger, 
 	if err != nil {
 		return usageError{err}
 	}
-	p := apply.New(apply.Config{CatchUp: o.catchUp, SlotWait: o.slotWait, RetryFor: o.retryFor, SlotCheck: o.slotCheck,
-		OnSlotLost: o.slotLostHandler(c, log), Observer: ob.observer(), Logger: log}, reader, target)
+	cfg := apply.Config{CatchUp: o.catchUp, SlotWait: o.slotWait, RetryFor: o.retryFor, SlotCheck: o.slotCheck,
+		OnSlotLost: o.slotLostHandler(c, log), Observer: ob.observer(), Logger: log}
+	if !c.gaussSource() {
+		cfg.TableSyncs = migrate.TableSyncs(c.workflow(log))
+	}
+	p := apply.New(cfg, reader, target)
 	ob.streaming(ctx, log)
 	return p.Run(ctx)
 }

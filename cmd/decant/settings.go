@@ -156,9 +156,9 @@ func pairText(k, v string) string {
 
 // knownKeys is every key the --config file may hold: the file keys of
 // every command's flags (one file serves all commands, each taking the
-// keys it has flags for), columns and webhooks.
+// keys it has flags for), columns, webhooks and conflicts.
 func knownKeys(root *cobra.Command) map[string]bool {
-	keys := map[string]bool{"columns": true, "webhooks": true}
+	keys := map[string]bool{"columns": true, "webhooks": true, "conflicts": true}
 	var walk func(*cobra.Command)
 	walk = func(c *cobra.Command) {
 		c.Flags().VisitAll(func(fl *pflag.Flag) {

@@ -77,6 +77,18 @@ func printStatus(w io.Writer, st migrate.Status) {
 		st.Checkpoint.EndLSN, commit, st.Checkpoint.AppliedTime.UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "lag            %s, %.1f s\n", source.SizeText(st.LagBytes), st.LagSeconds)
 	printSkips(w, st.Skips)
+	printAddedTables(w, st.AddedTables)
+}
+
+// printAddedTables prints the tables add-tables brought in.
+func printAddedTables(w io.Writer, ts []migrate.TableSyncStatus) {
+	for _, t := range ts {
+		if t.State == "ready" {
+			fmt.Fprintf(w, "added table    %s ready, copied as of %s\n", t.Table, t.AsOf)
+			continue
+		}
+		fmt.Fprintf(w, "added table    %s %s (decant run waits at its changes; run decant add-tables again if none is running)\n", t.Table, t.State)
+	}
 }
 
 // printSkips prints where run stopped, a pending skip and the last

@@ -54,7 +54,7 @@ func (c *config) openGaussSource(ctx context.Context) (migrate.GaussSource, erro
 func (c *config) pgConfig(log *slog.Logger) pg.Config {
 	return pg.Config{DSN: c.Target, Pipeline: c.Pipeline, Router: c.router(), Columns: c.columns,
 		SkipUnsupportedDDL: c.OnUnsupportedDDL == "skip", Timeout: c.targetTimeout, Plain: !c.compacts(),
-		AsyncCommit: c.SynchronousCommit == "off", Logger: log}
+		AsyncCommit: c.SynchronousCommit == "off", Conflicts: c.conflicts, Logger: log}
 }
 
 // compacts reports whether run applies net changes (--compact, on unless
@@ -63,7 +63,7 @@ func (c *config) compacts() bool { return c.Compact }
 
 func (c *config) mysqlConfig(log *slog.Logger) mysql.Config {
 	return mysql.Config{DSN: c.Target, Pipeline: c.Pipeline, Router: c.router(), Columns: c.columns, Policy: c.policy,
-		SkipUnsupportedDDL: c.OnUnsupportedDDL == "skip", Timeout: c.targetTimeout, Plain: !c.compacts(), Logger: log}
+		SkipUnsupportedDDL: c.OnUnsupportedDDL == "skip", Timeout: c.targetTimeout, Plain: !c.compacts(), Conflicts: c.conflicts, Logger: log}
 }
 
 // newTarget returns the writer for the target.

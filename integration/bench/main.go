@@ -41,7 +41,7 @@ func main() {
 	largeRows := flag.Int("large-rows", 2000000, "rows inserted by the large case, all in one transaction")
 	copyRows := flag.Int("copy-rows", 1000000, "rows of the copy case's largest table")
 	only := flag.String("only", defaultCases, "comma list of the cases to run")
-	flag.StringVar(&profileDir, "cpuprofile", "", "directory for a CPU profile of every decant run (CASE-PIPELINE.pprof, from decant run --cpuprofile; the profiler costs the agent a little CPU)")
+	flag.StringVar(&profileDir, "cpuprofile", "", "directory for a CPU profile of every decant run (CASE-PIPELINE.pprof from decant run, resync-PIPELINE-SPREAD.pprof from decant resync, both --cpuprofile; the profiler costs the agent a little CPU)")
 	flag.Parse()
 	picked, err := selectCases(cases(*rows, *largeRows, *copyRows), *only)
 	if err == nil && (*rows < 4000 || *largeRows < 1) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -107,7 +108,11 @@ func (b *bench) runResync(ctx context.Context, c benchCase) ([]result, []string,
 				}
 			}
 			name := "decant resync --yes on " + t.name + ", 1% " + d.name
-			rs, err := b.timeCPU(ctx, run(name, "resync", "--yes"))
+			args := []string{"resync", "--yes"}
+			if profileDir != "" {
+				args = append(args, "--cpuprofile", filepath.Join(profileDir, "resync-"+t.pipeline+"-"+d.name+".pprof"))
+			}
+			rs, err := b.timeCPU(ctx, run(name, args...))
 			rs.consumer = name
 			if err != nil {
 				return nil, nil, err

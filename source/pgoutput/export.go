@@ -28,6 +28,19 @@ type Exported struct {
 // exports its snapshot. From PostgreSQL 15 on the slot is made for
 // two-phase decoding, as EnsureSlot makes them.
 func ExportSlot(ctx context.Context, dsn, slot string) (*Exported, error) {
+	return exportSlot(ctx, dsn, slot, false)
+}
+
+// ExportTempSlot creates a temporary pgoutput slot with an exported
+// snapshot: the source drops it when the session ends, however it ends,
+// so it only marks the position the snapshot is consistent at (decant
+// add-tables copies tables under it; the pipeline's own slot streams
+// their later changes).
+func ExportTempSlot(ctx context.Context, dsn, slot string) (*Exported, error) {
+	return exportSlot(ctx, dsn, slot, true)
+}
+
+func exportSlot(ctx context.Context, dsn, slot string, temporary bool) (*Exported, error) {
 	conn, err := pgsession.ConnectReplication(ctx, dsn)
 	if err != nil {
 		return nil, err
@@ -44,9 +57,13 @@ func ExportSlot(ctx context.Context, dsn, slot string) (*Exported, error) {
 		return fail(fmt.Errorf("read the source's version: %w", err))
 	}
 	// PostgreSQL 15 takes options in parentheses; 14 the older keywords.
-	sql := fmt.Sprintf("CREATE_REPLICATION_SLOT %s LOGICAL pgoutput EXPORT_SNAPSHOT", pgsession.QuoteIdent(slot))
+	kind := ""
+	if temporary {
+		kind = " TEMPORARY"
+	}
+	sql := fmt.Sprintf("CREATE_REPLICATION_SLOT %s%s LOGICAL pgoutput EXPORT_SNAPSHOT", pgsession.QuoteIdent(slot), kind)
 	if version >= 150000 {
-		sql = fmt.Sprintf("CREATE_REPLICATION_SLOT %s LOGICAL pgoutput (SNAPSHOT 'export', TWO_PHASE true)", pgsession.QuoteIdent(slot))
+		sql = fmt.Sprintf("CREATE_REPLICATION_SLOT %s%s LOGICAL pgoutput (SNAPSHOT 'export', TWO_PHASE true)", pgsession.QuoteIdent(slot), kind)
 	}
 	res, err := conn.Exec(ctx, sql).ReadAll()
 	if err != nil {

@@ -110,6 +110,20 @@ func (a *Admin) ExportSlot(ctx context.Context) (*source.ExportedSlot, error) {
 	return source.NewExportedSlot(exp.Consistent, exp.Snapshot, exp.Close), nil
 }
 
+// ExportSyncSlot creates a temporary slot with an exported snapshot
+// (ExportTempSlot), named after the pipeline with a _sync suffix, for
+// decant add-tables.
+func (a *Admin) ExportSyncSlot(ctx context.Context) (*source.ExportedSlot, error) {
+	exp, err := ExportTempSlot(ctx, a.dsn, SyncSlot(a.pipeline))
+	if err != nil {
+		return nil, err
+	}
+	return source.NewExportedSlot(exp.Consistent, exp.Snapshot, exp.Close), nil
+}
+
+// SyncSlot names the temporary slot of a pipeline's add-tables copy.
+func SyncSlot(pipeline string) string { return pipeline + "_sync" }
+
 // DropSlot runs DropSlot for the pipeline's slot.
 func (a *Admin) DropSlot(ctx context.Context) (bool, error) {
 	return DropSlot(ctx, a.conn, a.pipeline)
