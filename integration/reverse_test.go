@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/decant/decant/integration/harness"
 )
 
 // reverseSchema: items is replicated both ways; hits, on each side
@@ -196,4 +198,30 @@ func hits(t *testing.T, dsn string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestChainCarriesEverything: a chain of pipelines, A to B and B to C,
+// carries every change through B, although what the first one applies
+// on B carries its replication origin: only a transaction that would go
+// back to where it came from is skipped (a pipeline and its reverse).
+func TestChainCarriesEverything(t *testing.T) {
+	ab := newPair(t) // A: the shared source cluster, B: the shared target cluster
+	ab.both(reverseSchema)
+	ab.mustDecant("init", "--tables", "public.items")
+	third := harness.PostgresT(t, harness.PostgresOptions{})
+	if err := third.CreateDatabase(t.Context(), ab.name); err != nil {
+		t.Fatal(err)
+	}
+	bc := reversePair(ab, "chain_"+ab.name[:min(len(ab.name), 40)])
+	bc.tgt = third.DSN(ab.name)
+	psql(t, bc.tgt, reverseSchema)
+	bc.mustDecant("init", "--tables", "public.items")
+
+	psql(t, ab.src, `INSERT INTO items (v) SELECT 'from A' FROM generate_series(1, 40); UPDATE items SET n = 7 WHERE id <= 5`)
+	ab.mustDecant("run", "--catch-up")
+	psql(t, ab.tgt, `INSERT INTO items (id, v) VALUES (1000, 'from B')`)
+	bc.mustDecant("run", "--catch-up")
+	if got := queryValue(t, bc.tgt, `SELECT count(*) || ' ' || sum(n) || ' ' || count(*) FILTER (WHERE v = 'from B') FROM items`); got != "41 35 1" {
+		t.Errorf("C holds rows, the sum of n and rows written on B %q, want \"41 35 1\": the chain dropped what A to B applied", got)
+	}
 }

@@ -229,6 +229,7 @@ type StreamRequest struct {
 const DecantOriginPrefix = "decant_"
 
 // IsDecantOrigin reports whether a transaction's origin says a decant
-// pipeline applied it: a reader skips such transactions, so that two
+// pipeline applied it: a reader skips such a transaction when it came
+// from the reader's own target (source/pgoutput echo.go), so that two
 // pipelines in opposite directions never send a change back.
 func IsDecantOrigin(origin string) bool { return strings.HasPrefix(origin, DecantOriginPrefix) }

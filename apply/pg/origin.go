@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/decant/decant/source"
+	"github.com/decant/decant/source/pgsession"
 )
 
 // Replication origins (PostgreSQL's "Replication Progress Tracking"):
@@ -165,4 +166,21 @@ func DropOrigins(ctx context.Context, conn *pgx.Conn, pipeline string) (int, err
 		return 0, originError(name, pipeline, err)
 	}
 	return n, nil
+}
+
+// HasSlot reports whether the target cluster holds a replication slot
+// of that name: a decant pipeline of that name then streams from the
+// target, and the transactions it applied elsewhere must not be sent
+// back here (source/pgoutput echo.go).
+func HasSlot(ctx context.Context, dsn, slot string) (bool, error) {
+	conn, err := pgsession.ConnectAs(ctx, "target", dsn)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var has bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = $1)`, slot).Scan(&has); err != nil {
+		return false, fmt.Errorf("target: look for slot %s: %w", slot, err)
+	}
+	return has, nil
 }

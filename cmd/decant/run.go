@@ -159,6 +159,7 @@ func runPipeline(ctx context.Context, c config, o runOptions, log *slog.Logger, 
 			DescribeTypes: c.mysqlTarget(),
 			MaxTxnMemory:  c.memory, SpillDir: c.SpillDir, StreamApply: c.StreamApply,
 			Timeout: c.sourceTimeout, Spill: ob.spill,
+			TargetHasSlot: c.targetHasSlot(),
 		})
 	}
 	if err != nil {

@@ -16,6 +16,16 @@ import (
 // mysqlTarget reports whether the target DSN names MySQL or MariaDB.
 func (c *config) mysqlTarget() bool { return mysql.IsDSN(c.Target) }
 
+// targetHasSlot looks for a slot on a PostgreSQL target, for the
+// reader's loop prevention; nil for a MySQL target, which is never a
+// decant source.
+func (c *config) targetHasSlot() func(context.Context, string) (bool, error) {
+	if c.mysqlTarget() {
+		return nil
+	}
+	return func(ctx context.Context, slot string) (bool, error) { return pg.HasSlot(ctx, c.Target, slot) }
+}
+
 func (c *config) router() *mapping.Router { return mapping.NewRouter(c.rules, c.mysqlTarget()) }
 
 // workflow is the configuration of apply/migrate's workflows, with the

@@ -125,11 +125,13 @@ func (s *stream) event(ctx context.Context, ev Event) error {
 	case EventBegin:
 		a.cur, a.curBytes, a.curTotal = source.Chunk{Txn: ev.Txn}, 0, 0
 	case EventChange:
-		if source.IsDecantOrigin(s.dec.Origin()) {
-			// A decant pipeline applied it here: sending it on would echo
-			// it back to where it came from. Its commit still moves the
-			// checkpoint.
-			return nil
+		if origin := s.dec.Origin(); origin != "" {
+			// A decant pipeline may have applied it here from this
+			// pipeline's target: sent on, it would echo back (echo.go).
+			// Its commit still moves the checkpoint.
+			if echo, err := s.r.echoes.echo(ctx, origin); echo || err != nil {
+				return err
+			}
 		}
 		if ev.Change.Op == source.OpDDL {
 			if err := s.describeDDL(ctx, ev.Change.DDL); err != nil {

@@ -56,8 +56,14 @@ type Config struct {
 	// for a keepalive. It also bounds setting the stream up. 0: no limit.
 	Timeout time.Duration
 	// Spill, when set, counts the spill files in use and their bytes.
-	Spill  *source.SpillUsage
-	Logger *slog.Logger
+	Spill *source.SpillUsage
+	// TargetHasSlot, for a PostgreSQL target, reports whether the target
+	// holds a replication slot of that name: transactions another decant
+	// pipeline applied on the source from the target (its slot is there)
+	// are then not sent back (echo.go). It is called once per such
+	// pipeline. Nil: every transaction is sent.
+	TargetHasSlot func(ctx context.Context, slot string) (bool, error)
+	Logger        *slog.Logger
 }
 
 // Validate checks the configuration without connecting.
@@ -77,8 +83,9 @@ const (
 
 // Reader streams committed transactions from a pgoutput slot.
 type Reader struct {
-	cfg Config
-	log *slog.Logger
+	cfg    Config
+	log    *slog.Logger
+	echoes echoes
 }
 
 // NewReader returns a Reader; it does not connect.
@@ -96,7 +103,7 @@ func NewReader(cfg Config) (*Reader, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Reader{cfg: cfg, log: log}, nil
+	return &Reader{cfg: cfg, log: log, echoes: echoes{targetHasSlot: cfg.TargetHasSlot}}, nil
 }
 
 // Identify connects once and reports the server's identity and log end.
@@ -167,7 +174,7 @@ func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<
 	if err != nil {
 		return err
 	}
-	proto, version, err := r.protocol(ctx, conn)
+	proto, err := r.protocol(ctx, conn)
 	if err != nil {
 		return err
 	}
@@ -179,13 +186,6 @@ func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<
 	}
 	if proto >= 3 {
 		args = append(args, "two_phase 'on'")
-	}
-	none, err := originNone(ctx, conn, version)
-	if err != nil {
-		return err
-	}
-	if none {
-		args = append(args, "origin 'none'")
 	}
 	if err := pglogrepl.StartReplication(ctx, conn, r.cfg.Slot, pglogrepl.LSN(req.Start),
 		pglogrepl.StartReplicationOptions{PluginArgs: args}); err != nil {
@@ -218,46 +218,29 @@ func (r *Reader) bound() source.Bound {
 // protocol picks the newest pgoutput protocol decant speaks that the
 // server has: 3 (streaming and two-phase) from PostgreSQL 15 when the slot
 // was made for two-phase decoding, 2 (streaming) from 14, else 1.
-func (r *Reader) protocol(ctx context.Context, conn *pgconn.PgConn) (proto, version int, err error) {
+func (r *Reader) protocol(ctx context.Context, conn *pgconn.PgConn) (int, error) {
+	var version int
 	if err := queryOne(ctx, conn, "SHOW server_version_num", func(v string) error {
 		var err error
 		version, err = strconv.Atoi(v)
 		return err
 	}); err != nil {
-		return 0, 0, fmt.Errorf("read the source's version: %w", err)
+		return 0, fmt.Errorf("read the source's version: %w", err)
 	}
 	twoPhase := false
 	if version >= 150000 && !r.cfg.NoTwoPhase {
 		q := fmt.Sprintf(`SELECT two_phase::text FROM pg_replication_slots WHERE slot_name = %s`, quoteLiteral(r.cfg.Slot))
 		if err := queryOne(ctx, conn, q, func(v string) error { twoPhase = v == "true"; return nil }); err != nil {
-			return 0, 0, fmt.Errorf("read slot %s: %w", r.cfg.Slot, err)
+			return 0, fmt.Errorf("read slot %s: %w", r.cfg.Slot, err)
 		}
 	}
 	switch {
 	case twoPhase:
-		return 3, version, nil
+		return 3, nil
 	case version >= 140000:
-		return 2, version, nil
+		return 2, nil
 	}
-	return 1, version, nil
-}
-
-// originNone says whether to have the source filter transactions that
-// carry a replication origin (pgoutput's origin 'none', PostgreSQL 16+),
-// rather than have them sent and skipped here (source.IsDecantOrigin).
-// It would filter every origin, so only where all the source's origins
-// are decant's: the transactions a native subscription applies on the
-// source are replicated as before.
-func originNone(ctx context.Context, conn *pgconn.PgConn, version int) (bool, error) {
-	if version < 160000 {
-		return false, nil
-	}
-	others := false
-	q := fmt.Sprintf(`SELECT count(*) > 0 FROM pg_replication_origin WHERE NOT starts_with(roname, %s)`, quoteLiteral(source.DecantOriginPrefix))
-	if err := queryOne(ctx, conn, q, func(v string) error { others = v == "t" || v == "true"; return nil }); err != nil {
-		return false, fmt.Errorf("read the source's replication origins: %w", err)
-	}
-	return !others, nil
+	return 1, nil
 }
 
 // checkSlot refuses to stream from a slot that belongs to another plugin,
