@@ -59,6 +59,14 @@ func stallTest(t *testing.T, p, d *pair, prx *proxy, want string, release func()
 	t.Helper()
 	a := d.start("--source-timeout", faultTimeout.String(), "--target-timeout", faultTimeout.String(), "--log-json")
 	waitApplied(t, p, p.mark(t, 0), a)
+	// One round of the workload applied first: the stream has seen each
+	// table then (and read their add-tables states on a side connection,
+	// which a stalled peer would fail by its connect timeout instead).
+	// The workload's rounds all touch the same tables (one seed).
+	if _, err := workload(t, p.src, 2, 5); err != nil {
+		t.Fatal(err)
+	}
+	waitApplied(t, p, p.mark(t, 2), a)
 
 	// The fault comes with work in flight, which keeps coming.
 	var stop atomic.Bool
