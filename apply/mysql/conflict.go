@@ -160,22 +160,8 @@ func (t *Target) resolve(txn *source.Txn, p *plan, c *source.Change, kind apply.
 		t.batch.add(p.insertHead+p.rowMarks+renderUpsert(p), args, info)
 		return nil
 	case kind == apply.UpdateMissing:
-		sql, set, m := p.shapes.Update(c)
-		var setCols []int
-		for _, i := range p.Cols {
-			if set[i] {
-				setCols = append(setCols, i)
-			}
-		}
-		args, err := p.convertRow(nil, c.New, setCols)
+		sql, args, err := p.updateStmt(c)
 		if err != nil {
-			return err
-		}
-		old, err := keyRow(p, c, m)
-		if err != nil {
-			return err
-		}
-		if args, err = p.convertRow(args, old, p.WhereCols(m)); err != nil {
 			return err
 		}
 		t.batch.add(sql, args, info)

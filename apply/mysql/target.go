@@ -420,6 +420,17 @@ func keyRow(p *plan, c *source.Change, m mapping.Match) ([]source.Value, error) 
 }
 
 func (t *Target) update(ctx context.Context, txn *source.Txn, p *plan, c *source.Change) error {
+	sql, args, err := p.updateStmt(c)
+	if err != nil {
+		return err
+	}
+	t.batch.add(sql, args, apply.Origin{Op: "update", Table: p.Rel.Table(), Txn: txn, Expect: 1})
+	return t.maybeFlush(ctx)
+}
+
+// updateStmt is the single-row UPDATE of c and its arguments: the columns
+// it sets, then those that find the row.
+func (p *plan) updateStmt(c *source.Change) (string, []any, error) {
 	sql, set, m := p.shapes.Update(c)
 	var setCols []int
 	for _, i := range p.Cols {
@@ -429,17 +440,16 @@ func (t *Target) update(ctx context.Context, txn *source.Txn, p *plan, c *source
 	}
 	args, err := p.convertRow(nil, c.New, setCols)
 	if err != nil {
-		return err
+		return "", nil, err
 	}
 	old, err := keyRow(p, c, m)
 	if err != nil {
-		return err
+		return "", nil, err
 	}
 	if args, err = p.convertRow(args, old, p.WhereCols(m)); err != nil {
-		return err
+		return "", nil, err
 	}
-	t.batch.add(sql, args, apply.Origin{Op: "update", Table: p.Rel.Table(), Txn: txn, Expect: 1})
-	return t.maybeFlush(ctx)
+	return sql, args, nil
 }
 
 // truncate empties the tables with DELETE: TRUNCATE TABLE would commit the
