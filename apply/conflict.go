@@ -157,6 +157,24 @@ func (t *ConflictTally) Each(f func(ConflictKind, ConflictPolicy, int64)) {
 	}
 }
 
+// MoveTo adds t's counts to dst and clears t: a target's open
+// transaction's conflicts, once committed, join those it reports.
+func (t *ConflictTally) MoveTo(dst *ConflictTally) {
+	for k := range t {
+		for p, n := range t[k] {
+			dst[k][p] += n
+		}
+	}
+	*t = ConflictTally{}
+}
+
+// Take returns t's counts and clears it.
+func (t *ConflictTally) Take() ConflictTally {
+	c := *t
+	*t = ConflictTally{}
+	return c
+}
+
 // ConflictCounter is a Target that resolves conflicts by policy:
 // TakeConflicts returns what its commits resolved since the last call
 // and forgets it. The pipeline calls it after every target commit.

@@ -250,20 +250,13 @@ func (t *Target) conflictsCommitted() {
 	if t.parent != nil {
 		dst = t.parent
 	}
-	for k := range t.conflicts {
-		for p, n := range t.conflicts[k] {
-			dst.committedConflicts[k][p] += n
-		}
-	}
-	t.conflicts = apply.ConflictTally{}
+	t.conflicts.MoveTo(&dst.committedConflicts)
 }
 
 // TakeConflicts returns the conflicts the commits since the last call
 // resolved.
 func (t *Target) TakeConflicts() apply.ConflictTally {
-	c := t.committedConflicts
-	t.committedConflicts = apply.ConflictTally{}
-	return c
+	return t.committedConflicts.Take()
 }
 
 // A change of a REPLICA IDENTITY FULL table finds its row by every old

@@ -269,9 +269,7 @@ func (t *Target) resolvingChange(ctx context.Context, txn *source.Txn, p *plan, 
 
 // TakeConflicts returns the conflicts the last commit resolved.
 func (t *Target) TakeConflicts() apply.ConflictTally {
-	c := t.committedConflicts
-	t.committedConflicts = apply.ConflictTally{}
-	return c
+	return t.committedConflicts.Take()
 }
 
 // conflictsCommitted moves the open transaction's conflicts, just
@@ -281,12 +279,7 @@ func (t *Target) conflictsCommitted() {
 	if t.parent != nil {
 		dst = t.parent
 	}
-	for k := range t.conflicts {
-		for p, n := range t.conflicts[k] {
-			dst.committedConflicts[k][p] += n
-		}
-	}
-	t.conflicts = apply.ConflictTally{}
+	t.conflicts.MoveTo(&dst.committedConflicts)
 }
 
 // A change of a REPLICA IDENTITY FULL table finds its row by every old
