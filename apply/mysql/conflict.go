@@ -170,12 +170,7 @@ func (t *Target) resolve(txn *source.Txn, p *plan, c *source.Change, kind apply.
 		}
 		return nil
 	}
-	sql, m := p.shapes.Delete(c)
-	old, err := keyRow(p, c, m)
-	if err != nil {
-		return err
-	}
-	args, err := p.convertRow(nil, old, p.WhereCols(m))
+	sql, args, err := p.deleteStmt(c)
 	if err != nil {
 		return err
 	}

@@ -375,12 +375,7 @@ func (t *Target) delete(ctx context.Context, txn *source.Txn, p *plan, c *source
 		if err := t.endRun(ctx); err != nil {
 			return err
 		}
-		sql, m := p.shapes.Delete(c)
-		old, err := keyRow(p, c, m)
-		if err != nil {
-			return err
-		}
-		args, err := p.convertRow(nil, old, p.WhereCols(m))
+		sql, args, err := p.deleteStmt(c)
 		if err != nil {
 			return err
 		}
@@ -426,6 +421,21 @@ func (t *Target) update(ctx context.Context, txn *source.Txn, p *plan, c *source
 	}
 	t.batch.add(sql, args, apply.Origin{Op: "update", Table: p.Rel.Table(), Txn: txn, Expect: 1})
 	return t.maybeFlush(ctx)
+}
+
+// deleteStmt is the single-row DELETE of c, found by its old row, and
+// its arguments.
+func (p *plan) deleteStmt(c *source.Change) (string, []any, error) {
+	sql, m := p.shapes.Delete(c)
+	old, err := keyRow(p, c, m)
+	if err != nil {
+		return "", nil, err
+	}
+	args, err := p.convertRow(nil, old, p.WhereCols(m))
+	if err != nil {
+		return "", nil, err
+	}
+	return sql, args, nil
 }
 
 // updateStmt is the single-row UPDATE of c and its arguments: the columns
