@@ -39,6 +39,9 @@ type ConnConfig struct {
 	// 11, which does not send it); 0 means the server's default, 10000.
 	AuthIterations int
 	TLS            TLSConfig
+	// Coalesce batches the socket's reads while data arrives fast
+	// (source.Coalesce): for a connection that streams changes.
+	Coalesce bool
 }
 
 // TLSConfig is how to secure the connection, as libpq's parameters of
@@ -224,6 +227,9 @@ func Connect(ctx context.Context, cfg ConnConfig) (*pgconn.PgConn, error) {
 	raw, err := source.Dialer().DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return fail(err)
+	}
+	if cfg.Coalesce {
+		raw = source.Coalesce(raw)
 	}
 	// The handshake does blocking reads; cancelling ctx unblocks them.
 	stop := context.AfterFunc(ctx, func() { raw.SetDeadline(time.Unix(1, 0)) })

@@ -253,7 +253,9 @@ func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<
 	if err := source.RemoveSpills(r.cfg.SpoolDir, spillPrefix(r.cfg.Slot)); err != nil {
 		return err
 	}
-	conn, err := Connect(ctx, r.conn)
+	cc := r.conn
+	cc.Coalesce = true
+	conn, err := Connect(ctx, cc)
 	if err != nil {
 		return err
 	}

@@ -151,7 +151,7 @@ func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<
 	ctx, setup := r.bound().Watch(ctx, "setting up the replication stream")
 	defer setup.Release()
 	defer func() { err = setup.Explain(err) }()
-	conn, err := pgsession.ConnectReplication(ctx, r.cfg.DSN)
+	conn, err := pgsession.ConnectStream(ctx, r.cfg.DSN)
 	if err != nil {
 		return err
 	}

@@ -106,6 +106,21 @@ func ConnectReplication(ctx context.Context, dsn string) (*pgconn.PgConn, error)
 	return conn, nil
 }
 
+// ConnectStream opens a logical replication connection to the source
+// for streaming changes: its reads are coalesced (source.Coalesce).
+func ConnectStream(ctx context.Context, dsn string) (*pgconn.PgConn, error) {
+	cfg, err := ReplicationConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	cfg.DialFunc = source.CoalescingDialer
+	conn, err := pgconn.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to source %s for replication: %w", Hosts(cfg), err)
+	}
+	return conn, nil
+}
+
 // Connect opens an ordinary SQL session on the source.
 func Connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
 	return ConnectAs(ctx, "source", dsn)
