@@ -36,7 +36,7 @@ func (b *bench) checkTargets(ctx context.Context, c benchCase) error {
 		if err != nil {
 			return fmt.Errorf("check %s on the source: %w", t, err)
 		}
-		for _, db := range targetDBs {
+		for _, db := range targetDBs() {
 			got, err := queryText(ctx, b.tgt.DSN(db), pgSQL)
 			if err != nil {
 				return fmt.Errorf("check %s in %s: %w", t, db, err)

@@ -41,6 +41,7 @@ func main() {
 	largeRows := flag.Int("large-rows", 2000000, "rows inserted by the large case, all in one transaction")
 	copyRows := flag.Int("copy-rows", 1000000, "rows of the copy case's largest table")
 	only := flag.String("only", defaultCases, "comma list of the cases to run")
+	flag.Var(&variants, "variant", "NAME=VAR=VALUE[,VAR=VALUE...]: one more decant run into PostgreSQL in every case, with these environment variables, on a pipeline and target database of its own (repeatable; an A/B test of a change within one run, as the machine's speed swings between runs)")
 	flag.StringVar(&profileDir, "cpuprofile", "", "directory for a CPU profile of every decant run (CASE-PIPELINE.pprof from decant run, resync-PIPELINE-SPREAD.pprof from decant resync, both --cpuprofile; the profiler costs the agent a little CPU)")
 	flag.Parse()
 	picked, err := selectCases(cases(*rows, *largeRows, *copyRows), *only)
@@ -286,8 +287,40 @@ func subscription(results []result) time.Duration {
 	return 0
 }
 
-// targetDBs are the PostgreSQL target's databases that take every table.
-var targetDBs = []string{"decant", "native"}
+// targetDBs are the PostgreSQL target's databases that take every table:
+// decant's, the subscription's, and one per -variant.
+func targetDBs() []string {
+	dbs := []string{"decant", "native"}
+	for i := range variants {
+		dbs = append(dbs, variants[i].db())
+	}
+	return dbs
+}
+
+// variant is a decant run that -variant adds to every case: the same as
+// decant run → PostgreSQL but for its environment.
+type variant struct {
+	name string
+	env  []string
+}
+
+func (v *variant) db() string       { return "decant_" + v.name }
+func (v *variant) pipeline() string { return "bench_" + v.name }
+
+type variantList []variant
+
+var variants variantList
+
+func (l *variantList) String() string { return fmt.Sprint(len(*l)) }
+
+func (l *variantList) Set(s string) error {
+	name, env, ok := strings.Cut(s, "=")
+	if !ok || name == "" || strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789_") != "" {
+		return fmt.Errorf("want NAME=VAR=VALUE[,VAR=VALUE...] with NAME of lowercase letters, digits and _")
+	}
+	*l = append(*l, variant{name: name, env: strings.Split(env, ",")})
+	return nil
+}
 
 // prepare creates the databases and their tables, loads what the picked
 // cases change (on the source and every target, the same rows), then
@@ -299,7 +332,7 @@ func (b *bench) prepare(ctx context.Context, picked []benchCase) error {
 		return err
 	}
 	b.srcDSN = b.src.DSN("bench")
-	for _, db := range targetDBs {
+	for _, db := range targetDBs() {
 		if err := b.tgt.CreateDatabase(ctx, db); err != nil {
 			return err
 		}
@@ -309,7 +342,7 @@ func (b *bench) prepare(ctx context.Context, picked []benchCase) error {
 		db string
 	}
 	dbs := []pgDB{{b.src, "bench"}}
-	for _, db := range targetDBs {
+	for _, db := range targetDBs() {
 		dbs = append(dbs, pgDB{b.tgt, db})
 	}
 	for _, d := range dbs {
@@ -342,6 +375,11 @@ func (b *bench) prepare(ctx context.Context, picked []benchCase) error {
 	}
 	if out, err := b.decant(ctx, b.tgt.DSN("decant"), "bench", "init").CombinedOutput(); err != nil {
 		return fmt.Errorf("decant init: %v\n%s", err, out)
+	}
+	for _, v := range variants {
+		if out, err := b.decant(ctx, b.tgt.DSN(v.db()), v.pipeline(), "init").CombinedOutput(); err != nil {
+			return fmt.Errorf("decant init (variant %s): %v\n%s", v.name, err, out)
+		}
 	}
 	// MariaDB's tables, and the rows preloaded on the source, come from
 	// decant's own initial copy, consistent with the pipeline's slot.
@@ -387,7 +425,13 @@ func (b *bench) prepareImmediate(ctx context.Context) error {
 }
 
 func (b *bench) decant(ctx context.Context, target, pipeline string, args ...string) *exec.Cmd {
-	return exec.CommandContext(ctx, b.bin, append(args, "--source", b.srcDSN, "--target", target, "--pipeline", pipeline)...)
+	cmd := exec.CommandContext(ctx, b.bin, append(args, "--source", b.srcDSN, "--target", target, "--pipeline", pipeline)...)
+	for _, v := range variants {
+		if v.pipeline() == pipeline {
+			cmd.Env = append(os.Environ(), v.env...)
+		}
+	}
+	return cmd
 }
 
 // consumer is one timed way of draining a case's backlog. time starts
@@ -492,12 +536,16 @@ func (b *bench) consumers(c benchCase, mk marker) []consumer {
 		}, "pg"}
 	}
 	if !c.large {
-		return []consumer{
+		list := []consumer{
 			drain,
 			decantPG("decant run → PostgreSQL", "decant", "bench"),
 			native("PostgreSQL subscription", false),
 			decantMy,
 		}
+		for _, v := range variants {
+			list = append(list, decantPG("decant run → PostgreSQL ["+v.name+"]", v.db(), v.pipeline()))
+		}
+		return list
 	}
 	return []consumer{
 		drain,
