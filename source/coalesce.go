@@ -26,12 +26,19 @@ import (
 // coalesceBytes lasts coalesceLinger: at the end of a burst, the last
 // changes wait at most that long, and a stream of small, spaced
 // transactions never waits at all.
+//
+// The socket's receive buffer is set to coalesceRcvbuf: each message is a
+// segment of its own, whose kernel overhead is several times its bytes,
+// and the autotuned buffer (128 KiB to start with) fills up with
+// segments holding well under coalesceBytes, so that the wait would end
+// by the linger every time.
 
 const (
 	coalesceBytes  = 64 << 10
 	coalesceWindow = 20 * time.Millisecond
 	coalesceLinger = 5 * time.Millisecond
 	coalesceBuffer = 256 << 10
+	coalesceRcvbuf = 4 << 20
 )
 
 // Coalesce wraps a TCP connection read by one goroutine at a time (a
@@ -43,7 +50,7 @@ func Coalesce(c net.Conn) net.Conn {
 		return c
 	}
 	raw, err := tc.SyscallConn()
-	if err != nil || setLowWater(raw, 1) != nil {
+	if err != nil || setLowWater(raw, 1) != nil || tc.SetReadBuffer(coalesceRcvbuf) != nil {
 		return c
 	}
 	return &coalescingConn{Conn: c, lowWater: func(n int) error { return setLowWater(raw, n) }, buf: make([]byte, coalesceBuffer)}

@@ -42,7 +42,9 @@ func pair(t *testing.T) (*coalescingConn, net.Conn) {
 	return cc, srv
 }
 
-func lowWater(t *testing.T, c *coalescingConn) int {
+func lowWater(t *testing.T, c *coalescingConn) int { return sockopt(t, c, syscall.SO_RCVLOWAT) }
+
+func sockopt(t *testing.T, c *coalescingConn, opt int) int {
 	t.Helper()
 	raw, err := c.Conn.(*net.TCPConn).SyscallConn()
 	if err != nil {
@@ -51,7 +53,7 @@ func lowWater(t *testing.T, c *coalescingConn) int {
 	var got int
 	var gerr error
 	if err := raw.Control(func(fd uintptr) {
-		got, gerr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT)
+		got, gerr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, opt)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -66,6 +68,10 @@ func lowWater(t *testing.T, c *coalescingConn) int {
 // must each arrive well before the caller's deadline, not wait for more).
 func TestCoalesceBurstThenTrickle(t *testing.T) {
 	c, srv := pair(t)
+	// The kernel reports twice what was set (its bookkeeping's share).
+	if got := sockopt(t, c, syscall.SO_RCVBUF); got < coalesceRcvbuf {
+		t.Fatalf("SO_RCVBUF = %d, want at least %d", got, coalesceRcvbuf)
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	burst := make([]byte, 4<<20)
 	for i := range burst {
