@@ -6,10 +6,13 @@ import (
 	"testing"
 )
 
-// --procs sets GOMAXPROCS; GOMAXPROCS in the environment wins over the
-// flag's default, not over the flag given.
+// --procs sets GOMAXPROCS (0: the runtime's default); GOMAXPROCS in the
+// environment wins over the flag's default, not over the flag given;
+// migrate (0, not given) leaves GOMAXPROCS alone.
 func TestLimitProcs(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	runtime.SetDefaultGOMAXPROCS()
+	def := runtime.GOMAXPROCS(0) // the runtime's default here
 	cases := []struct {
 		env  string // "": unset
 		n    int
@@ -18,7 +21,8 @@ func TestLimitProcs(t *testing.T) {
 	}{
 		{"", 1, false, 1},
 		{"", 3, true, 3},
-		{"", 0, true, runtime.NumCPU()},
+		{"", 0, true, def},
+		{"", 0, false, 7},  // migrate: what the runtime has (7, set below)
 		{"5", 1, false, 5}, // the environment's, as the runtime read it
 		{"5", 2, true, 2},
 	}
@@ -31,6 +35,7 @@ func TestLimitProcs(t *testing.T) {
 			if err := os.Unsetenv("GOMAXPROCS"); err != nil {
 				t.Fatal(err)
 			}
+			runtime.GOMAXPROCS(7)
 		}
 		limitProcs(c.n, c.set)
 		if got := runtime.GOMAXPROCS(0); got != c.want {

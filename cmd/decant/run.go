@@ -84,7 +84,7 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 	cmd.Flags().BoolVar(&o.catchUp, "catch-up", false, "exit 0 once everything committed on the source before the start is applied")
 	cmd.Flags().DurationVar(&o.slotWait, "slot-wait", 60*time.Second, "how long to keep retrying while the slot is held by another session before giving up")
 	cmd.Flags().StringVar(&o.onSlotLost, "on-slot-lost", "stop", "when the slot can no longer stream what the target lacks (dropped, invalidated, lost in a failover): stop (exit 3) or resync (repair the target from a new slot, as decant resync --yes does, and stream on)")
-	cmd.Flags().IntVar(&o.procs, "procs", 1, "how many threads run decant's own code at once (GOMAXPROCS); 0: one per CPU. One is enough for a stream that one walsender decodes, and spares the source and target the CPU of idle threads polling for work; GOMAXPROCS in the environment wins over the default")
+	cmd.Flags().IntVar(&o.procs, "procs", 1, "how many threads run decant's own code at once (GOMAXPROCS); 0: the runtime's default (one per CPU the process may use). One is enough for a stream that one walsender decodes, and spares the source and target the CPU of idle threads polling for work; GOMAXPROCS in the environment wins over the default")
 	cmd.Flags().DurationVar(&o.retryFor, "retry-for", 0, "give up (exit 4) when transient failures go on this long without a commit; 0 retries for as long as it takes")
 	// How often the slot is checked while streaming: hidden, for tests
 	// that cannot wait the 30 s default.
@@ -211,10 +211,9 @@ func (o runOptions) slotLostHandler(c config, log *slog.Logger) func(context.Con
 	return func(ctx context.Context, _ error) error {
 		// The resync compares spans with --jobs workers: give them the
 		// CPUs for as long as it runs.
-		if prev := runtime.GOMAXPROCS(0); prev < runtime.NumCPU() {
-			runtime.GOMAXPROCS(runtime.NumCPU())
-			defer runtime.GOMAXPROCS(prev)
-		}
+		prev := runtime.GOMAXPROCS(0)
+		runtime.SetDefaultGOMAXPROCS()
+		defer runtime.GOMAXPROCS(prev)
 		r := migrate.DefaultResyncOptions()
 		r.Confirm = func(source.SlotStatus) (bool, error) { return true, nil }
 		r.SlotWait = o.slotWait
@@ -243,19 +242,23 @@ func limitMemory(txnMemory int) {
 	debug.SetMemoryLimit(int64(txnMemory) + 16<<20)
 }
 
-// limitProcs sets GOMAXPROCS for streaming: n (0: one per CPU), unless
-// the flag was left at its default and GOMAXPROCS is in the environment.
+// limitProcs sets GOMAXPROCS for streaming: n (0: the runtime's
+// default), unless the flag was left at its default and GOMAXPROCS is in
+// the environment; migrate (n 0, not set) keeps the runtime's default.
 // The apply loop is two goroutines in turn (the reader decoding, the
 // writer waiting on the target), and on a machine shared with the source
 // or the target every idle thread that looks for work (polling the
 // network, waking another) takes CPU from them: make bench measured
 // 19-31% less agent CPU with one (README).
 func limitProcs(n int, set bool) {
-	if _, ok := os.LookupEnv("GOMAXPROCS"); ok && !set {
-		return
+	_, env := os.LookupEnv("GOMAXPROCS")
+	switch {
+	case !set && (env || n == 0):
+	case n == 0:
+		// The runtime's own default (the CPUs this process may use, as
+		// a CPU quota limits them), the environment aside.
+		runtime.SetDefaultGOMAXPROCS()
+	default:
+		runtime.GOMAXPROCS(n)
 	}
-	if n == 0 {
-		n = runtime.NumCPU()
-	}
-	runtime.GOMAXPROCS(n)
 }

@@ -95,25 +95,25 @@ func ReplicationConfig(dsn string) (*pgconn.Config, error) {
 // ConnectReplication opens a logical replication connection to the
 // source.
 func ConnectReplication(ctx context.Context, dsn string) (*pgconn.PgConn, error) {
-	cfg, err := ReplicationConfig(dsn)
-	if err != nil {
-		return nil, err
-	}
-	conn, err := pgconn.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("connect to source %s for replication: %w", Hosts(cfg), err)
-	}
-	return conn, nil
+	return connectReplication(ctx, dsn, nil)
 }
 
 // ConnectStream opens a logical replication connection to the source
 // for streaming changes: its reads are coalesced (source.Coalesce).
 func ConnectStream(ctx context.Context, dsn string) (*pgconn.PgConn, error) {
+	return connectReplication(ctx, dsn, source.CoalescingDialer)
+}
+
+// connectReplication connects for replication, dialing with dial when
+// it is set.
+func connectReplication(ctx context.Context, dsn string, dial pgconn.DialFunc) (*pgconn.PgConn, error) {
 	cfg, err := ReplicationConfig(dsn)
 	if err != nil {
 		return nil, err
 	}
-	cfg.DialFunc = source.CoalescingDialer
+	if dial != nil {
+		cfg.DialFunc = dial
+	}
 	conn, err := pgconn.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to source %s for replication: %w", Hosts(cfg), err)
