@@ -85,7 +85,7 @@ func TestCoalesceBurstThenTrickle(t *testing.T) {
 		}
 	}()
 	got := make([]byte, len(burst))
-	if _, err := io.ReadFull(readerOf(c), got); err != nil {
+	if _, err := io.ReadFull(c, got); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, burst) {
@@ -131,9 +131,6 @@ func TestCoalesceBurstThenTrickle(t *testing.T) {
 		t.Fatalf("SO_RCVLOWAT after the trickle = %d, want 1", lw)
 	}
 }
-
-// readerOf hides c's other methods, so that io.ReadFull calls Read.
-func readerOf(c net.Conn) io.Reader { return struct{ io.Reader }{c} }
 
 // The caller's deadline ends a read as it would without coalescing, in
 // either mode, and a deadline moved to now from another goroutine (how a
