@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -682,7 +683,7 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 			g.cp = g.cp.After(c.Txn, c.End)
 			g.cp.Hold = c.Hold
 			g.txns++
-			if g.open && len(ch) > 0 && g.txns < p.cfg.GroupTxns && time.Since(g.begun) < p.cfg.GroupDelay {
+			if g.open && g.txns < p.cfg.GroupTxns && backlog(ch) && time.Since(g.begun) < p.cfg.GroupDelay {
 				continue // a backlog: let the next transaction share this commit
 			}
 		}
@@ -700,6 +701,24 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 			return err
 		}
 	}
+}
+
+// backlog reports whether the reader has handed over more than the
+// applier took. An empty channel is asked again after yielding: on one
+// thread (run --procs 1) a reader that found the channel full waits,
+// runnable, until the applier yields, and the applier would otherwise
+// commit every Buffer+1 transactions however long the backlog. It yields
+// twice, as the scheduler now and then (one time in 61) runs the yielding
+// goroutine again first. A reader waiting for the source leaves the
+// channel empty, and the group commits.
+func backlog(ch <-chan source.Chunk) bool {
+	for range 2 {
+		if len(ch) > 0 {
+			return true
+		}
+		runtime.Gosched()
+	}
+	return len(ch) > 0
 }
 
 // gateCopies returns the chunk's changes the stream applies of the

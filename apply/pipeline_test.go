@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -202,6 +203,33 @@ func TestEachTransactionCommitsWithoutBacklog(t *testing.T) {
 	}
 	if want := "open; begin; apply 1×1; checkpoint 0/108 xid 1; commit"; tgt.calls() != want {
 		t.Errorf("calls:\n got %s\nwant %s", tgt.calls(), want)
+	}
+}
+
+// On one thread (run --procs 1) the reader waits for the applier to
+// yield whenever the channel is full: a backlog longer than the channel
+// still shares one commit.
+func TestOneThreadBacklogSharesCommits(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const n = 300
+	var parts [][]source.Chunk
+	for i := range n {
+		parts = append(parts, txn(uint64(i+1), source.LSN(0x100*(i+1)), 1))
+	}
+	src := &fakeSource{
+		server:   source.Server{SystemID: "sys", WALEnd: source.LSN(0x100*n + 8)},
+		sessions: []script{{chunks: chunks(parts...)}},
+	}
+	tgt := &recordingTarget{cp: checkpoint.Row{SystemID: "sys", End: 0x10}}
+	p := New(Config{CatchUp: true, Buffer: 8, GroupDelay: time.Hour, IdleAdvance: time.Nanosecond}, src, tgt)
+	if err := p.Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(tgt.calls(), "commit"); got != 1 {
+		t.Errorf("%d transactions in %d commits, want 1: %s", n, got, tgt.calls())
+	}
+	if got := strings.Count(tgt.calls(), "apply "); got != n {
+		t.Errorf("%d transactions applied, want %d", got, n)
 	}
 }
 
