@@ -195,6 +195,21 @@ func newTempRoot(prefix, owner string) (string, error) {
 	return root, nil
 }
 
+// makeOwnedDir creates dir (mode 0700) owned by the OS user owner.
+func makeOwnedDir(dir, owner string) error {
+	uid, gid, err := lookupUser(owner)
+	if err == nil {
+		err = os.Mkdir(dir, 0o700)
+	}
+	if err == nil {
+		err = os.Chown(dir, uid, gid)
+	}
+	if err != nil {
+		return fmt.Errorf("harness: %w", err)
+	}
+	return nil
+}
+
 // cachedTemplate returns os.TempDir()/decant-cache/NAME-HASH, building it with
 // build on first use. HASH covers key, so a new server binary or new init
 // arguments get a new template. A file lock serialises builders across test

@@ -62,6 +62,13 @@ func StartMariaDBWith(ctx context.Context, opts MariaDBOptions) (*MariaDB, error
 		m.Remove()
 		return nil, err
 	}
+	// A temp dir of its own: with the default, /tmp, its internal temporary
+	// tables share a directory with every other process on the machine (a CI
+	// run once lost one: "Error on delete of '/tmp/#sql-temptable-...MAI'").
+	if err := makeOwnedDir(m.tmpDir(), "mysql"); err != nil {
+		m.Remove()
+		return nil, err
+	}
 	if opts.TLS {
 		if m.TLS, err = makeTLS(filepath.Join(root, "tls"), "mysql"); err != nil {
 			m.Remove()
@@ -157,7 +164,7 @@ func (m *MariaDB) Start(ctx context.Context) error {
 		"--pid-file="+filepath.Join(m.Dir, "pid"), "--character-set-server=utf8mb4",
 		"--collation-server=utf8mb4_bin", "--local-infile=1", "--skip-log-bin",
 		"--innodb-buffer-pool-size=128M", "--innodb-log-file-size=48M", "--max-connections=200",
-		"--log-error="+m.logFile())
+		"--tmpdir="+m.tmpDir(), "--log-error="+m.logFile())
 	if m.TLS != nil {
 		cmd.Args = append(cmd.Args, "--ssl-ca="+m.TLS.CA, "--ssl-cert="+m.TLS.ServerCert, "--ssl-key="+m.TLS.ServerKey)
 	}
@@ -248,6 +255,7 @@ func (m *MariaDB) LogTail(n int) string { return logTail(m.logFile(), n) }
 
 func (m *MariaDB) logFile() string { return filepath.Join(m.Dir, "err.log") }
 func (m *MariaDB) socket() string  { return filepath.Join(m.Dir, "s.sock") }
+func (m *MariaDB) tmpDir() string  { return filepath.Join(m.root, "tmp") }
 
 func (m *MariaDB) errorf(format string, args ...any) error {
 	return fmt.Errorf("harness: "+format+" (mariadb on port %d; log: %s)", append(args, m.Port, oneLine(m.LogTail(8)))...)
