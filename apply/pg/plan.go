@@ -54,6 +54,14 @@ func (t *Target) plan(ctx context.Context, rel *source.Relation) (*plan, error) 
 	for _, i := range mp.Key {
 		p.isKey[i] = true
 	}
+	// The source announces a table again after a schema change, or after
+	// a reconnect: the plans of its older shapes are not needed any more,
+	// and kept they would grow the map for as long as decant runs.
+	for r := range t.plans {
+		if r.Table() == rel.Table() {
+			delete(t.plans, r)
+		}
+	}
 	t.plans[rel] = p
 	t.last = p
 	return p, nil

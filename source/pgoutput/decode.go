@@ -220,7 +220,11 @@ func (d *Decoder) data(msg pglogrepl.Message, kind byte, size int) (Event, error
 	case *pglogrepl.OriginMessage:
 		return d.origin(m)
 	case *pglogrepl.RelationMessage:
-		return Event{Kind: EventRelation, Rel: d.relation(m)}, nil
+		rel := d.relation(m)
+		if rel == nil {
+			return Event{}, nil // the shape it had: nothing to announce
+		}
+		return Event{Kind: EventRelation, Rel: rel}, nil
 	case *pglogrepl.TypeMessage:
 		d.types[m.DataType] = m.Namespace + "." + m.Name
 		return Event{}, nil
@@ -356,7 +360,18 @@ func (d *Decoder) origin(m *pglogrepl.OriginMessage) (Event, error) {
 	return Event{}, nil
 }
 
+// relation caches the shape m announces and returns it, or nil when m
+// repeats the cached shape of a table whose columns are all of built-in
+// types. pgoutput sends a table's Relation again after any invalidation
+// of its cache entry (an ANALYZE, autovacuum's included, is one), and
+// targets keep a plan per *Relation: a new one would cost each re-send a
+// new plan and split the window of net changes (apply.Net) it arrived in.
+// A table with a user-defined type gets a new Relation every time, so
+// that its types are read again (an ALTER TYPE invalidates it too).
 func (d *Decoder) relation(m *pglogrepl.RelationMessage) *source.Relation {
+	if old := d.rels[m.RelationID]; old != nil && sameShape(old, m) {
+		return nil
+	}
 	rel := &source.Relation{
 		ID:       m.RelationID,
 		Schema:   m.Namespace,
@@ -369,6 +384,21 @@ func (d *Decoder) relation(m *pglogrepl.RelationMessage) *source.Relation {
 	}
 	d.rels[m.RelationID] = rel
 	return rel
+}
+
+// sameShape reports whether m announces exactly old's shape, with no
+// column of a user-defined type.
+func sameShape(old *source.Relation, m *pglogrepl.RelationMessage) bool {
+	if old.Schema != m.Namespace || old.Name != m.RelationName || old.Identity != source.Identity(m.ReplicaIdentity) || len(old.Columns) != len(m.Columns) {
+		return false
+	}
+	for i, c := range m.Columns {
+		o := old.Columns[i]
+		if c.DataType >= firstNormalOID || o.Name != c.Name || o.Type != c.DataType || o.TypeMod != c.TypeModifier || o.Key != (c.Flags&1 != 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // current returns the transaction a data message belongs to: the top-level

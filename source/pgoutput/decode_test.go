@@ -663,6 +663,56 @@ func TestDecodeRelationCache(t *testing.T) {
 	}
 }
 
+// TestDecodeRelationRepeated: pgoutput announces a table again after any
+// invalidation of its cache entry (an autovacuum ANALYZE is one). The
+// same shape keeps its *Relation, which targets key their plans by, and
+// announces nothing; another shape, or a table with a user-defined type
+// (whose definition may have changed), gets a new one.
+func TestDecodeRelationRepeated(t *testing.T) {
+	d := inTxn(t)
+	first := mustDecode(t, d, insertMsg(ordersID, text("1"), text("a"), null)).Change.Rel
+	if ev := mustDecode(t, d, announceOrders()); ev.Kind != EventNone {
+		t.Errorf("the same shape again gave event kind %d, want EventNone", ev.Kind)
+	}
+	if rel := mustDecode(t, d, insertMsg(ordersID, text("2"), text("b"), null)).Change.Rel; rel != first {
+		t.Errorf("the same shape again gave a new Relation %+v", rel)
+	}
+	changes := map[string][]byte{
+		"identity": relationMsg(ordersID, "public", "orders", 'f', ordersCols...),
+		"name":     relationMsg(ordersID, "public", "orders2", 'd', ordersCols...),
+		"schema":   relationMsg(ordersID, "other", "orders", 'd', ordersCols...),
+		"typmod": relationMsg(ordersID, "public", "orders", 'd', ordersCols[0], ordersCols[1],
+			relCol{name: "note", oid: 1043, typmod: 80}),
+		"key": relationMsg(ordersID, "public", "orders", 'd', ordersCols[0],
+			relCol{flags: 1, name: "name", oid: 25, typmod: -1}, ordersCols[2]),
+		"column name": relationMsg(ordersID, "public", "orders", 'd', ordersCols[0], ordersCols[1],
+			relCol{name: "comment", oid: 1043, typmod: 54}),
+		"column type": relationMsg(ordersID, "public", "orders", 'd', ordersCols[0],
+			relCol{name: "name", oid: 1043, typmod: -1}, ordersCols[2]),
+		"fewer columns": relationMsg(ordersID, "public", "orders", 'd', ordersCols[:2]...),
+	}
+	for name, msg := range changes {
+		t.Run(name, func(t *testing.T) {
+			d := inTxn(t)
+			old := mustDecode(t, d, insertMsg(ordersID, text("1"), text("a"), null)).Change.Rel
+			ev := mustDecode(t, d, msg)
+			if ev.Kind != EventRelation || ev.Rel == old {
+				t.Errorf("a new shape gave event kind %d, the old Relation: %v", ev.Kind, ev.Rel == old)
+			}
+		})
+	}
+	t.Run("user-defined type", func(t *testing.T) {
+		d := NewDecoder()
+		mood := relationMsg(9, "public", "feelings", 'd', relCol{flags: 1, name: "id", oid: 23, typmod: -1},
+			relCol{name: "m", oid: 16390, typmod: -1})
+		a := mustDecode(t, d, mood)
+		b := mustDecode(t, d, mood)
+		if a.Kind != EventRelation || b.Kind != EventRelation || a.Rel == b.Rel {
+			t.Errorf("a table with a user-defined type announced again: kinds %d, %d, same Relation %v", a.Kind, b.Kind, a.Rel == b.Rel)
+		}
+	})
+}
+
 // TestDecodeOrderErrors feeds a sequence whose last message is out of
 // order or does not fit; every earlier message must be accepted.
 func TestDecodeOrderErrors(t *testing.T) {
