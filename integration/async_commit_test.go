@@ -55,7 +55,8 @@ func asyncCrash(t *testing.T, immediate bool) {
 	psql(t, direct, mixedSchema)
 	p.mustDecant("init")
 	src := p.src
-	args := []string{"--synchronous-commit", "off"}
+	// Reports every second: each round waits for one after the stall.
+	args := []string{"--synchronous-commit", "off", "--status-interval", "1s"}
 	if immediate {
 		// decant's replication session decodes with 64kB, so the large
 		// writer's transactions are streamed in progress.

@@ -134,6 +134,7 @@ func TestCopyResumesAfterTargetCrash(t *testing.T) {
 	p := newPair(t)
 	p.loadCopySource(300000)
 	psql(t, p.tgt, copySchema)
+	psql(t, p.tgt, `CHECKPOINT`) // the crash recovery replays this test's WAL, not every earlier test's
 	a := p.launch("init", "--copy", "--jobs", "1", "--split-size", "1MiB")
 	waitFor(t, 60*time.Second, func() bool { return p.copyTasksDone() >= 3 })
 	if err := targetPG.Crash(); err != nil {

@@ -109,6 +109,10 @@ func TestWalsenderTerminated(t *testing.T) {
 // reconnects and applies everything once.
 func TestTargetRestart(t *testing.T) {
 	disrupted(t, 1, func(p *pair) {
+		// Recovery then replays only what this test writes, not the WAL
+		// of every earlier test on the shared server (up to max_wal_size:
+		// 25 s of a make test run went to it).
+		psql(t, p.tgt, `CHECKPOINT`)
 		if err := targetPG.Crash(); err != nil {
 			t.Fatal(err)
 		}
