@@ -55,8 +55,7 @@ func asyncCrash(t *testing.T, immediate bool) {
 	psql(t, direct, mixedSchema)
 	p.mustDecant("init")
 	src := p.src
-	// Reports every second: each round waits for one after the stall.
-	args := []string{"--synchronous-commit", "off", "--status-interval", "1s"}
+	args := []string{"--synchronous-commit", "off"}
 	if immediate {
 		// decant's replication session decodes with 64kB, so the large
 		// writer's transactions are streamed in progress.
@@ -141,10 +140,13 @@ func asyncCrash(t *testing.T, immediate bool) {
 		// it ended (it reports as it ends; a connection decant opened
 		// since, to a server that is down, ended the session, and the next
 		// one cannot start while the target is down or stalled).
-		waitFor(t, 30*time.Second, func() bool {
+		reportedSince := func() bool {
 			return sourceValue(fmt.Sprintf(`SELECT (NOT s.active OR coalesce(r.reply_time > '%s'::timestamptz + interval '1.5 s', false))::text
 				FROM pg_replication_slots s LEFT JOIN pg_stat_replication r ON r.pid = s.active_pid WHERE s.slot_name = '%s'`, stalled, p.name)) == "true"
-		})
+		}
+		if !waitUntil(30*time.Second, reportedSince) {
+			t.Fatalf("round %d: decant neither reported its position in the 30 s after the stall nor ended its session:\n%s", round, a.stderr.String())
+		}
 		reported := confirmed()
 		if err := tgt.Start(t.Context()); err != nil {
 			t.Fatal(err)

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -178,13 +177,19 @@ func disruptedPair(t *testing.T, p *pair, rounds int, disrupt func(*pair)) {
 // waitFor polls cond until it holds or the timeout passes.
 func waitFor(t testing.TB, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), timeout)
-	defer cancel()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("condition not met within %s", timeout)
-		case <-time.After(100 * time.Millisecond):
-		}
+	if !waitUntil(timeout, cond) {
+		t.Fatalf("condition not met within %s", timeout)
 	}
+}
+
+// waitUntil polls cond until it holds (true) or the timeout passes (false).
+func waitUntil(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return true
 }

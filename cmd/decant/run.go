@@ -90,10 +90,6 @@ in flight, reports the flushed position and exits 0. With --catch-up it exits
 	// that cannot wait the 30 s default.
 	cmd.Flags().DurationVar(&o.slotCheck, "slot-check-interval", 30*time.Second, "how often to check the slot on a side connection while streaming")
 	_ = cmd.Flags().MarkHidden("slot-check-interval") // fails only for an undefined flag
-	// How often the reader reports its position to the source at the
-	// least: hidden, for tests that wait for a report.
-	cmd.Flags().DurationVar(&o.statusInterval, "status-interval", 10*time.Second, "the longest time between two position reports to the source")
-	_ = cmd.Flags().MarkHidden("status-interval")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (Go pprof format, for go tool pprof), completed when decant exits, on SIGINT or SIGTERM too")
 	return cmd
 }
@@ -129,9 +125,6 @@ type runOptions struct {
 	slotWait  time.Duration // --slot-wait
 	retryFor  time.Duration // --retry-for
 	slotCheck time.Duration // --slot-check-interval (run only; 0: the pipeline's default)
-	// statusInterval is --status-interval (run only; 0: the reader's
-	// default).
-	statusInterval time.Duration
 	// onSlotLost is --on-slot-lost (run only): "stop" or "resync"; ""
 	// (migrate) stops.
 	onSlotLost string
@@ -168,7 +161,7 @@ func runPipeline(ctx context.Context, c config, o runOptions, log *slog.Logger, 
 	var reader apply.Source
 	var err error
 	if c.gaussSource() {
-		reader, err = gaussReader(c, log, ob.spill, o.statusInterval)
+		reader, err = gaussReader(c, log, ob.spill)
 	} else {
 		reader, err = pgoutput.NewReader(pgoutput.Config{
 			DSN: c.Source, Slot: c.Pipeline, Publication: c.Pipeline, AppendOnlyPublication: pgoutput.AppendOnlyPublication(c.Pipeline),
@@ -176,7 +169,7 @@ func runPipeline(ctx context.Context, c config, o runOptions, log *slog.Logger, 
 			DescribeTypes: c.mysqlTarget(),
 			MaxTxnMemory:  c.memory, SpillDir: c.SpillDir, StreamApply: c.StreamApply,
 			Timeout: c.sourceTimeout, Spill: ob.spill,
-			TargetHasSlot: c.targetHasSlot(), StatusInterval: o.statusInterval,
+			TargetHasSlot: c.targetHasSlot(),
 		})
 	}
 	if err != nil {

@@ -181,25 +181,26 @@ func newTempRoot(prefix, owner string) (string, error) {
 		os.RemoveAll(root)
 		return "", fmt.Errorf("harness: %w", err)
 	}
-	uid, gid, err := lookupUser(owner)
-	if err == nil {
-		err = os.Chmod(root, 0o755)
-	}
-	if err == nil {
-		err = os.Chown(root, uid, gid)
-	}
-	if err != nil {
+	if err := giveTo(root, 0o755, owner); err != nil {
 		os.RemoveAll(root)
-		return "", fmt.Errorf("harness: %w", err)
+		return "", err
 	}
 	return root, nil
 }
 
 // makeOwnedDir creates dir (mode 0700) owned by the OS user owner.
 func makeOwnedDir(dir, owner string) error {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return fmt.Errorf("harness: %w", err)
+	}
+	return giveTo(dir, 0o700, owner)
+}
+
+// giveTo sets dir's mode and makes the OS user owner its owner.
+func giveTo(dir string, mode os.FileMode, owner string) error {
 	uid, gid, err := lookupUser(owner)
 	if err == nil {
-		err = os.Mkdir(dir, 0o700)
+		err = os.Chmod(dir, mode)
 	}
 	if err == nil {
 		err = os.Chown(dir, uid, gid)
