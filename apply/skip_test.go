@@ -94,8 +94,13 @@ func TestSkipRecordsInTheCheckpointTransaction(t *testing.T) {
 	if commit < 0 || strings.Contains(rest[:commit], "begin") || strings.Contains(rest[:commit], "checkpoint 0/1") {
 		t.Errorf("the skip is not committed with a checkpoint past it: %s", calls)
 	}
-	if !strings.Contains(calls, "apply 3×1") || !strings.HasSuffix(calls, "checkpoint 0/400 xid 3; commit") {
+	if !strings.Contains(calls, "apply 3×1") {
 		t.Errorf("the transaction after the skip was not applied: %s", calls)
+	}
+	// The idle mark moves the checkpoint in the group of xid 3, or alone
+	// when that group committed before the mark came.
+	if !strings.HasSuffix(calls, "checkpoint 0/400 xid 3; commit") && !strings.HasSuffix(calls, "commit; checkpoint 0/400 alone") {
+		t.Errorf("the checkpoint did not move to the idle mark last: %s", calls)
 	}
 }
 
