@@ -150,6 +150,6 @@ func keyList(s string) []string {
 // after a schema change are planned against the new shape.
 func (t *Target) forgetTables() {
 	t.tables = map[source.TableName]*Table{}
-	t.plans = map[*source.Relation]*plan{}
+	t.plans = map[source.TableName]*plan{}
 	t.last = nil
 }

@@ -74,7 +74,10 @@ type Target struct {
 	gone      []int64  // connection ids of sessions given up, until fence saw them end
 
 	tables map[source.TableName]*Table
-	plans  map[*source.Relation]*plan
+	// plans holds a plan per source table, for the shape last announced:
+	// the source announces a table again after a schema change or a
+	// reconnect, and the older shape's plan is not needed any more.
+	plans  map[source.TableName]*plan
 	schema map[uint32]*source.TableDef // source definitions last applied, by table OID
 	last   *plan
 

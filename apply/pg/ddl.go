@@ -75,7 +75,7 @@ func (t *Target) unsupported(txn *source.Txn, d *source.DDL, table source.TableN
 // forgetTables drops what the writer learned about target tables.
 func (t *Target) forgetTables() {
 	t.tables = map[source.TableName]*mapping.TargetTable{}
-	t.plans = map[*source.Relation]*plan{}
+	t.plans = map[source.TableName]*plan{}
 	t.last = nil
 }
 

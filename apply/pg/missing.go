@@ -54,9 +54,9 @@ func (t *Target) relationsOf(table source.TableName) []*source.Relation {
 	if t.last != nil && (t.last.Target == table || t.last.Rel.Table() == table) {
 		rels = append(rels, t.last.Rel)
 	}
-	for rel, p := range t.plans {
-		if p != t.last && (p.Target == table || rel.Table() == table) {
-			rels = append(rels, rel)
+	for name, p := range t.plans {
+		if p != t.last && (p.Target == table || name == table) {
+			rels = append(rels, p.Rel)
 		}
 	}
 	return rels

@@ -27,7 +27,7 @@ func (t *Target) plan(ctx context.Context, rel *source.Relation) (*plan, error) 
 	if t.last != nil && t.last.Rel == rel {
 		return t.last, nil
 	}
-	if p, ok := t.plans[rel]; ok {
+	if p, ok := t.plans[rel.Table()]; ok && p.Rel == rel {
 		t.last = p
 		return p, nil
 	}
@@ -54,15 +54,7 @@ func (t *Target) plan(ctx context.Context, rel *source.Relation) (*plan, error) 
 	for _, i := range mp.Key {
 		p.isKey[i] = true
 	}
-	// The source announces a table again after a schema change, or after
-	// a reconnect: the plans of its older shapes are not needed any more,
-	// and kept they would grow the map for as long as decant runs.
-	for r := range t.plans {
-		if r.Table() == rel.Table() {
-			delete(t.plans, r)
-		}
-	}
-	t.plans[rel] = p
+	t.plans[rel.Table()] = p // replacing the plan of the table's older shape
 	t.last = p
 	return p, nil
 }

@@ -18,7 +18,7 @@ func TestPlanForgetsOlderShapes(t *testing.T) {
 	}
 	name := func(n string) source.TableName { return source.TableName{Schema: "public", Name: n} }
 	tgt.tables = map[source.TableName]*mapping.TargetTable{}
-	tgt.plans = map[*source.Relation]*plan{}
+	tgt.plans = map[source.TableName]*plan{}
 	for _, n := range []string{"a", "b"} {
 		tgt.tables[name(n)] = &mapping.TargetTable{Name: name(n), PrimaryKey: []string{"id"},
 			Columns: []mapping.TargetColumn{{Name: "id"}, {Name: "v"}}}
@@ -34,10 +34,11 @@ func TestPlanForgetsOlderShapes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, ok := tgt.plans[a1]; ok {
-		t.Error("the plan of a's older shape is still kept")
-	}
-	if len(tgt.plans) != 2 || tgt.plans[a2] == nil || tgt.plans[b] == nil {
+	if len(tgt.plans) != 2 || tgt.plans[name("a")].Rel != a2 || tgt.plans[name("b")].Rel != b {
 		t.Errorf("plans of %d relations, want a's newest and b's", len(tgt.plans))
+	}
+	// The older shape, met again, gets a plan of its own, not a2's.
+	if p, err := tgt.plan(ctx, a1); err != nil || p.Rel != a1 {
+		t.Errorf("a's older shape got the plan of %v (%v)", p.Rel, err)
 	}
 }

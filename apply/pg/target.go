@@ -63,7 +63,10 @@ type Target struct {
 	conn *pgx.Conn
 
 	tables map[source.TableName]*mapping.TargetTable
-	plans  map[*source.Relation]*plan
+	// plans holds a plan per source table, for the shape last announced:
+	// the source announces a table again after a schema change or a
+	// reconnect, and the older shape's plan is not needed any more.
+	plans  map[source.TableName]*plan
 	schema map[uint32]*source.TableDef // source definitions last applied, by table OID
 	last   *plan                       // plan of the previous change: rows come in runs
 	stmts  map[string]string           // SQL → prepared statement name
