@@ -55,7 +55,7 @@ func (t *Target) sendNetTable(ctx context.Context, nt *apply.NetTable[*plan]) er
 
 func (t *Target) netDeletes(ctx context.Context, nt *apply.NetTable[*plan]) error {
 	p := nt.Plan
-	arrays := t.arrays.start(len(p.Key))
+	arrays := t.arrays.Start(len(p.Key))
 	n := 0
 	var last *source.Txn
 	for i := range nt.Rows {
@@ -64,7 +64,7 @@ func (t *Target) netDeletes(ctx context.Context, nt *apply.NetTable[*plan]) erro
 			continue
 		}
 		for k, col := range p.Key {
-			arrays.add(k, r.Key[col])
+			arrays.Add(k, r.Key[col])
 		}
 		n, last = n+1, r.Txn
 	}
@@ -74,7 +74,7 @@ func (t *Target) netDeletes(ctx context.Context, nt *apply.NetTable[*plan]) erro
 	if p.netDelete == "" {
 		p.netDelete = renderNetDelete(p.Plan)
 	}
-	return t.queueNet(ctx, p.netDelete, arrays.done(), apply.Origin{Op: "delete", Table: p.Target, Txn: last, Expect: n})
+	return t.queueNet(ctx, p.netDelete, arrays.Done(), apply.Origin{Op: "delete", Table: p.Target, Txn: last, Expect: n})
 }
 
 // netUpdates sends one UPDATE per set of columns the window's updates
@@ -106,15 +106,15 @@ func (t *Target) netUpdates(ctx context.Context, nt *apply.NetTable[*plan]) erro
 	t.masks = groups
 	for _, g := range groups {
 		set := g.setCols(p)
-		arrays := t.arrays.start(len(p.Key) + len(set))
+		arrays := t.arrays.Start(len(p.Key) + len(set))
 		var last *source.Txn
 		for _, i := range g.rows {
 			r := &nt.Rows[i]
 			for k, col := range p.Key {
-				arrays.add(k, r.Key[col])
+				arrays.Add(k, r.Key[col])
 			}
 			for k, col := range set {
-				arrays.add(len(p.Key)+k, r.Row[col])
+				arrays.Add(len(p.Key)+k, r.Row[col])
 			}
 			last = r.Txn
 		}
@@ -123,7 +123,7 @@ func (t *Target) netUpdates(ctx context.Context, nt *apply.NetTable[*plan]) erro
 			sql = renderNetUpdate(p.Plan, set)
 			p.netUpdate[string(g.mask)] = sql
 		}
-		if err := t.queueNet(ctx, sql, arrays.done(), apply.Origin{Op: "update", Table: p.Target, Txn: last, Expect: len(g.rows)}); err != nil {
+		if err := t.queueNet(ctx, sql, arrays.Done(), apply.Origin{Op: "update", Table: p.Target, Txn: last, Expect: len(g.rows)}); err != nil {
 			return err
 		}
 	}
@@ -260,14 +260,16 @@ func keyJoin(p *mapping.Plan) string {
 	return b.String()
 }
 
-// textArrays builds text-format array parameters, one per column, reusing
+// TextArrays builds text-format array parameters, one per column, reusing
 // their buffers from one statement to the next (a batch encodes its
-// parameters when a statement is queued).
-type textArrays struct {
+// parameters when a statement is queued). Other set-based writers of a
+// PostgreSQL target (apply/verify's repair) use it too.
+type TextArrays struct {
 	bufs [][]byte
 }
 
-func (a *textArrays) start(n int) *textArrays {
+// Start empties the arrays and makes them n.
+func (a *TextArrays) Start(n int) *TextArrays {
 	for len(a.bufs) < n {
 		a.bufs = append(a.bufs, nil)
 	}
@@ -278,10 +280,10 @@ func (a *textArrays) start(n int) *textArrays {
 	return a
 }
 
-// add appends v to array i: NULL, or the value double-quoted with
+// Add appends v to array i: NULL, or the value double-quoted with
 // backslash and double quote escaped, which array input takes for any
 // element text.
-func (a *textArrays) add(i int, v source.Value) {
+func (a *TextArrays) Add(i int, v source.Value) {
 	b := a.bufs[i]
 	if len(b) > 1 {
 		b = append(b, ',')
@@ -303,7 +305,9 @@ func (a *textArrays) add(i int, v source.Value) {
 	a.bufs[i] = append(b, '"')
 }
 
-func (a *textArrays) done() [][]byte {
+// Done closes the arrays and returns them, as parameters; they are the
+// TextArrays' buffers until the next Start.
+func (a *TextArrays) Done() [][]byte {
 	for i := range a.bufs {
 		a.bufs[i] = append(a.bufs[i], '}')
 	}

@@ -81,7 +81,7 @@ type Target struct {
 	// A window of net changes (net.go) and when not to gather one.
 	net    apply.Net[*plan]
 	replay apply.Replay
-	arrays textArrays
+	arrays TextArrays
 	masks  []updateGroup
 	mask   []byte
 

@@ -109,6 +109,7 @@ type fixer struct {
 	conn   *pgx.Conn
 	src    *pgx.Conn  // reads the rows to insert by key (hashed.go)
 	del    [][][]byte // target values: the key, or a whole row without one
+	arrays pg.TextArrays
 	keys   [][][]byte // source keys whose rows are to be inserted
 	ins    [][]source.Value
 	sent   int64 // rows deleted and inserted
@@ -218,21 +219,15 @@ func (f *fixer) flush(ctx context.Context) error {
 	return nil
 }
 
-// deleteSQL renders the statement deleting one queued row: by key, or
-// one row with these values (the first found) for a table without one.
-func (t *table) deleteSQL(mysqlTarget bool) string {
+// Deletes are set-based where the table has a key: one statement per
+// batch, whatever its size. A table without one deletes one row at a
+// time (one duplicate, named by all its values).
+
+// deleteRowSQL renders the statement deleting one row with the queued
+// values (the first found) of a table without a key.
+func (t *table) deleteRowSQL(mysqlTarget bool) string {
 	from := t.tgtFrom(mysqlTarget)
 	var conds []string
-	if t.key != nil {
-		for i, k := range t.key {
-			if mysqlTarget {
-				conds = append(conds, t.tgtCols[k]+" = ?")
-			} else {
-				conds = append(conds, t.tgtKey[i]+" = $"+strconv.Itoa(i+1))
-			}
-		}
-		return "DELETE FROM " + from + " WHERE " + strings.Join(conds, " AND ")
-	}
 	for i, c := range t.tgtCols {
 		if mysqlTarget {
 			conds = append(conds, c+" <=> ?")
@@ -246,7 +241,40 @@ func (t *table) deleteSQL(mysqlTarget bool) string {
 	return "DELETE FROM " + from + " WHERE (tableoid, ctid) = (SELECT tableoid, ctid FROM " + from + " WHERE " + strings.Join(conds, " AND ") + " LIMIT 1)"
 }
 
-// deletePG sends the deletes as one pipelined transaction.
+// deleteKeysPG deletes the rows of a PostgreSQL target whose keys the
+// parameters hold, one text array per key column (pg.TextArrays): a
+// one-column key with = ANY, which its index serves as it is; else
+// joined with the arrays unnested.
+func (t *table) deleteKeysPG() string {
+	from := t.tgtFrom(false)
+	if len(t.tgtKey) == 1 && !strings.HasSuffix(t.tgtKeyType[0], "]") {
+		return "DELETE FROM " + from + " WHERE " + t.tgtKey[0] + " = ANY($1::" + t.tgtKeyType[0] + "[])"
+	}
+	arrays := make([]string, len(t.tgtKey))
+	names := make([]string, len(t.tgtKey))
+	conds := make([]string, len(t.tgtKey))
+	for i, k := range t.tgtKey {
+		n := strconv.Itoa(i + 1)
+		arrays[i], names[i] = "$"+n+"::text[]", "c"+n
+		conds[i] = "x." + k + " = v.c" + n + "::" + t.tgtKeyType[i]
+	}
+	return "DELETE FROM " + from + " AS x USING unnest(" + strings.Join(arrays, ", ") + ") AS v(" +
+		strings.Join(names, ", ") + ") WHERE " + strings.Join(conds, " AND ")
+}
+
+// deleteKeysMySQL deletes the rows of a MySQL target with n keys:
+// k IN (?, ...), or (k1, k2) IN ((?, ?), ...) for a longer key.
+func (t *table) deleteKeysMySQL(n int) string {
+	one := "?"
+	if len(t.tgtKey) > 1 {
+		one = "(" + strings.Repeat("?, ", len(t.tgtKey)-1) + "?)"
+	}
+	return "DELETE FROM " + t.tgtFrom(true) + " WHERE " + pgTuple(t.tgtKey) + " IN (" +
+		strings.Repeat(one+", ", n-1) + one + ")"
+}
+
+// deletePG sends the deletes as one transaction: one statement for a
+// table with a key, else one pipelined statement per row.
 func (f *fixer) deletePG(ctx context.Context) error {
 	if f.conn == nil {
 		c, err := pg.Connect(ctx, f.w.cfg.Target)
@@ -255,25 +283,52 @@ func (f *fixer) deletePG(ctx context.Context) error {
 		}
 		f.conn = c
 	}
-	q := f.t.deleteSQL(false)
 	b := &pgconn.Batch{}
 	b.ExecParams("BEGIN", nil, nil, nil, nil)
-	for _, args := range f.del {
-		b.ExecParams(q, args, nil, nil, nil)
+	if f.t.key != nil {
+		arrays := f.arrays.Start(len(f.t.key))
+		for _, key := range f.del {
+			for i, v := range key {
+				arrays.Add(i, source.Value{Kind: source.ValueText, Data: v})
+			}
+		}
+		b.ExecParams(f.t.deleteKeysPG(), arrays.Done(), nil, nil, nil)
+	} else {
+		q := f.t.deleteRowSQL(false)
+		for _, args := range f.del {
+			b.ExecParams(q, args, nil, nil, nil)
+		}
 	}
 	b.ExecParams("COMMIT", nil, nil, nil, nil)
 	_, err := f.conn.PgConn().ExecBatch(ctx, b).ReadAll()
 	return pg.Describe(err)
 }
 
-// deleteMySQL runs the deletes in one transaction.
+// deleteMySQL runs the deletes in one transaction: for a table with a
+// key, a statement per maxFetchParams parameters; else one per row.
 func (f *fixer) deleteMySQL(ctx context.Context) error {
 	tx, err := f.w.run.my.BeginTx(ctx, nil)
 	if err != nil {
 		return mysql.Describe(err)
 	}
 	defer tx.Rollback()
-	stmt, err := tx.PrepareContext(ctx, f.t.deleteSQL(true))
+	if f.t.key != nil {
+		per := max(1, maxFetchParams/len(f.t.key))
+		for start := 0; start < len(f.del); start += per {
+			keys := f.del[start:min(len(f.del), start+per)]
+			args := make([]any, 0, len(keys)*len(f.t.key))
+			for _, key := range keys {
+				for _, v := range key {
+					args = append(args, v)
+				}
+			}
+			if _, err := tx.ExecContext(ctx, f.t.deleteKeysMySQL(len(keys)), args...); err != nil {
+				return mysql.Describe(err)
+			}
+		}
+		return mysql.Describe(tx.Commit())
+	}
+	stmt, err := tx.PrepareContext(ctx, f.t.deleteRowSQL(true))
 	if err != nil {
 		return mysql.Describe(err)
 	}

@@ -38,6 +38,7 @@ type table struct {
 	srcCols, tgtCols   []string // select expressions
 	srcOrder, tgtOrder []string // ORDER BY expressions
 	srcKey, tgtKey     []string // key columns, quoted, for span conditions
+	tgtKeyType         []string // PostgreSQL target: key column types, as casts spell them
 	src, tgt           normal   // per compared column
 	// srcRaw reads a source value as the target writer sends it (for a
 	// PostgreSQL target: as it is), norms brings that and the target's
@@ -138,6 +139,7 @@ func newTable(def *source.TableDef, tt *mapping.TargetTable, my *mysql.Table, ru
 			o = orderOf(c.Type, false, "")
 			t.tgtOrder = append(t.tgtOrder, pgOrderExpr(name, o))
 			t.tgtKey = append(t.tgtKey, mapping.QuotePG(name))
+			t.tgtKeyType = append(t.tgtKeyType, p.Targets[i].Type)
 		} else {
 			mc := my.MySQL[name]
 			o = orderOf(c.Type, true, mc.DataType)

@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/decant/decant/apply/mysql"
@@ -480,31 +481,39 @@ func (w *worker) sums(ctx context.Context, t *table, s span) (res *spanResult, s
 		cond, args := pgSpan(keys, s, 1)
 		return q + " WHERE " + cond, args
 	}
+	// Both servers sum at once: the source's result is read while the
+	// target works on its own.
 	res = &spanResult{}
 	var srcSum, tgtSum string
 	q, args := query(t.srcHash, t.srcKey, t.srcFrom())
-	if err := scanSum(ctx, src, q, args, &res.SourceRows, &srcSum); err != nil {
-		return nil, false, fmt.Errorf("checksum source table %s: %w", t.def.Name, err)
-	}
+	srcRR := src.PgConn().ExecParams(ctx, q, args, nil, nil, nil)
 	q, args = query(t.tgtHash, t.tgtKey, t.tgtFrom(false))
-	if err := scanSum(ctx, tgt, q, args, &res.TargetRows, &tgtSum); err != nil {
-		return nil, false, fmt.Errorf("checksum target table %s: %w", t.target, pg.Describe(err))
+	tgtRR := tgt.PgConn().ExecParams(ctx, q, args, nil, nil, nil)
+	serr := scanSum(srcRR, &res.SourceRows, &srcSum)
+	terr := scanSum(tgtRR, &res.TargetRows, &tgtSum)
+	switch {
+	case serr != nil:
+		return nil, false, fmt.Errorf("checksum source table %s: %w", t.def.Name, serr)
+	case terr != nil:
+		return nil, false, fmt.Errorf("checksum target table %s: %w", t.target, pg.Describe(terr))
 	}
 	res.sourceHash[0], res.targetHash[0] = hash64([]byte(srcSum)), hash64([]byte(tgtSum))
 	t.sums.tried()
 	return res, !res.differs(), nil
 }
 
-func scanSum(ctx context.Context, conn *pgx.Conn, q string, args [][]byte, count *int64, sum *string) error {
-	rr := conn.PgConn().ExecParams(ctx, q, args, nil, nil, nil)
+// scanSum reads a span's count and sum, and always closes rr.
+func scanSum(rr *pgconn.ResultReader, count *int64, sum *string) error {
 	var err error
 	for rr.NextRow() {
 		v := rr.Values()
-		if *count, err = strconv.ParseInt(string(v[0]), 10, 64); err != nil {
-			return err
+		if err == nil {
+			*count, err = strconv.ParseInt(string(v[0]), 10, 64)
+			*sum = string(v[1])
 		}
-		*sum = string(v[1])
 	}
-	_, cerr := rr.Close()
-	return cerr
+	if _, cerr := rr.Close(); cerr != nil {
+		return cerr
+	}
+	return err
 }

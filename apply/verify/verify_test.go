@@ -292,3 +292,29 @@ func TestRowComparer(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteKeys: a batch of repair deletes is one statement whatever its
+// size: = ANY over a one-column key, the key arrays unnested for a longer
+// key or an array-typed one; MySQL lists the keys, or their tuples.
+func TestDeleteKeys(t *testing.T) {
+	one := &table{target: source.TableName{Schema: "s", Name: "t"}, tgtKey: []string{`"id"`}, tgtKeyType: []string{"bigint"}}
+	if got, want := one.deleteKeysPG(), `DELETE FROM "s"."t" WHERE "id" = ANY($1::bigint[])`; got != want {
+		t.Errorf("one-column key:\n got %s\nwant %s", got, want)
+	}
+	arr := &table{target: source.TableName{Schema: "s", Name: "t"}, tgtKey: []string{`"tags"`}, tgtKeyType: []string{"text[]"}}
+	if got, want := arr.deleteKeysPG(), `DELETE FROM "s"."t" AS x USING unnest($1::text[]) AS v(c1) WHERE x."tags" = v.c1::text[]`; got != want {
+		t.Errorf("array key:\n got %s\nwant %s", got, want)
+	}
+	two := &table{target: source.TableName{Schema: "s", Name: "t"}, tgtKey: []string{`"a"`, `"b"`}, tgtKeyType: []string{"integer", "numeric(6,2)"}}
+	if got, want := two.deleteKeysPG(), `DELETE FROM "s"."t" AS x USING unnest($1::text[], $2::text[]) AS v(c1, c2) WHERE x."a" = v.c1::integer AND x."b" = v.c2::numeric(6,2)`; got != want {
+		t.Errorf("two-column key:\n got %s\nwant %s", got, want)
+	}
+	myOne := &table{target: source.TableName{Schema: "d", Name: "t"}, tgtKey: []string{"`id`"}}
+	if got, want := myOne.deleteKeysMySQL(3), "DELETE FROM `d`.`t` WHERE `id` IN (?, ?, ?)"; got != want {
+		t.Errorf("MySQL one-column key:\n got %s\nwant %s", got, want)
+	}
+	myTwo := &table{target: source.TableName{Schema: "d", Name: "t"}, tgtKey: []string{"`a`", "`b`"}}
+	if got, want := myTwo.deleteKeysMySQL(2), "DELETE FROM `d`.`t` WHERE (`a`, `b`) IN ((?, ?), (?, ?))"; got != want {
+		t.Errorf("MySQL two-column key:\n got %s\nwant %s", got, want)
+	}
+}
