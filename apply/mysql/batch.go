@@ -19,6 +19,10 @@ type stmt struct {
 	sql  string
 	args []any
 	info apply.Origin
+	// prepare: a multi-row INSERT or DELETE of at least prepareRows
+	// rows, which goes as a server-side prepared statement (prepared.go);
+	// keep: one of runRows rows, whose statement is kept prepared.
+	prepare, keep bool
 }
 
 // batch is the statements waiting for the next round trip.
@@ -31,8 +35,12 @@ type batch struct {
 }
 
 func (b *batch) add(sql string, args []any, info apply.Origin) {
-	b.stmts = append(b.stmts, stmt{sql, args, info})
-	b.bytes += len(sql) + argBytes(args)
+	b.addStmt(stmt{sql: sql, args: args, info: info})
+}
+
+func (b *batch) addStmt(s stmt) {
+	b.stmts = append(b.stmts, s)
+	b.bytes += len(s.sql) + argBytes(s.args)
 }
 
 func (b *batch) reset() {
@@ -64,7 +72,10 @@ func argBytes(args []any) int {
 const savepoint = "SAVEPOINT decant_batch"
 
 // flush sends the batch as one multi-statement query and checks the rows
-// each statement affected.
+// each statement affected. A statement to prepare goes on its own, in
+// its place, between the multi-statement queries of the others; a
+// failure is handled as one of the whole batch (diagnose replays it all
+// from the savepoint at its start).
 func (t *Target) flush(ctx context.Context) error {
 	b := &t.batch
 	if len(b.stmts) == 0 && !b.begin {
@@ -78,19 +89,55 @@ func (t *Target) flush(ctx context.Context) error {
 	if t.inTx {
 		prefix = append(prefix, savepoint)
 	}
-	res, err := t.sendBatch(ctx, prefix)
-	if err != nil {
-		if apply.Transient(err) || !t.inTx {
-			return t.batchError(err)
+	rest := b.stmts
+	for {
+		n := 0
+		for n < len(rest) && !t.preparable(&rest[n]) {
+			n++
 		}
-		return t.diagnose(ctx, err)
+		if n > 0 || len(prefix) > 0 {
+			res, err := t.sendBatch(ctx, prefix, rest[:n])
+			if err != nil {
+				return t.batchFailed(ctx, err)
+			}
+			counts := res.AllRowsAffected()
+			if len(counts) != len(prefix)+n {
+				return fmt.Errorf("target answered %d results for %d statements", len(counts), len(prefix)+n)
+			}
+			if err := t.checkCounts(rest[:n], counts[len(prefix):]); err != nil {
+				return err
+			}
+			prefix = nil
+		}
+		if n == len(rest) {
+			return nil
+		}
+		got, err := t.execPrepared(ctx, &rest[n])
+		if err != nil {
+			return t.batchFailed(ctx, err)
+		}
+		if err := t.checkCounts(rest[n:n+1], []int64{got}); err != nil {
+			return err
+		}
+		rest = rest[n+1:]
 	}
-	counts := res.AllRowsAffected()
-	if len(counts) != len(prefix)+len(b.stmts) {
-		return fmt.Errorf("target answered %d results for %d statements", len(counts), len(prefix)+len(b.stmts))
+}
+
+// batchFailed handles a batch whose query failed: a transient error, or
+// one outside a transaction, is the batch's; else diagnose names the
+// statement.
+func (t *Target) batchFailed(ctx context.Context, err error) error {
+	if apply.Transient(err) || !t.inTx {
+		return t.batchError(err)
 	}
-	for i, s := range b.stmts {
-		got := counts[len(prefix)+i]
+	return t.diagnose(ctx, err)
+}
+
+// checkCounts checks the rows each statement affected, and counts the
+// conflicts resolved.
+func (t *Target) checkCounts(stmts []stmt, counts []int64) error {
+	for i, s := range stmts {
+		got := counts[i]
 		if s.info.Expect >= 0 && got != int64(s.info.Expect) {
 			return t.failed(s.info, rowCountError(s.info, got))
 		}
@@ -101,10 +148,10 @@ func (t *Target) flush(ctx context.Context) error {
 	return nil
 }
 
-// sendBatch sends the prefix statements and the batch's as one query,
+// sendBatch sends the prefix statements and stmts as one query,
 // with the values written in (literals); when one is of a type decant does
 // not write, the driver interpolates them instead.
-func (t *Target) sendBatch(ctx context.Context, prefix []string) (mysql.Result, error) {
+func (t *Target) sendBatch(ctx context.Context, prefix []string, stmts []stmt) (mysql.Result, error) {
 	b := &t.batch
 	text, ok := b.text[:0], true
 	for i, p := range prefix {
@@ -113,7 +160,7 @@ func (t *Target) sendBatch(ctx context.Context, prefix []string) (mysql.Result, 
 		}
 		text = append(text, p...)
 	}
-	for _, s := range b.stmts {
+	for _, s := range stmts {
 		if len(text) > 0 {
 			text = append(text, ";\n"...)
 		}
@@ -129,9 +176,9 @@ func (t *Target) sendBatch(ctx context.Context, prefix []string) (mysql.Result, 
 		// written again until the next batch.
 		return t.execNamed(ctx, unsafe.String(unsafe.SliceData(text), len(text)), nil)
 	}
-	parts := append(prefix, make([]string, 0, len(b.stmts))...)
+	parts := append(prefix, make([]string, 0, len(stmts))...)
 	named := b.named[:0]
-	for _, s := range b.stmts {
+	for _, s := range stmts {
 		parts = append(parts, s.sql)
 		named = appendNamed(named, s.args)
 	}

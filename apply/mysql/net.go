@@ -58,7 +58,7 @@ func (t *Target) sendNetTable(ctx context.Context, nt *apply.NetTable[*plan]) er
 	limit := netLimit{rows: runRows, bytes: t.byteLimit() / 2}
 	var sent error // what sending the batch returned (flush: already as it should be)
 	emit := func(s stmt) error {
-		t.batch.add(s.sql, s.args, s.info)
+		t.batch.addStmt(s)
 		sent = t.maybeFlush(ctx)
 		return sent
 	}
@@ -90,15 +90,16 @@ func (p *plan) netStmts(rows []apply.NetRow, limit netLimit, emit func(stmt) err
 
 // netBuilder collects the rows of one statement at a time.
 type netBuilder struct {
-	limit netLimit
-	info  apply.Origin
-	head  func(n int) string // the statement for n rows
-	emit  func(stmt) error
-	width int // values per row
-	left  int // rows still to come
-	args  []any
-	n     int
-	bytes int
+	limit   netLimit
+	info    apply.Origin
+	head    func(n int) string // the statement for n rows
+	emit    func(stmt) error
+	width   int  // values per row
+	left    int  // rows still to come
+	prepare bool // long statements are prepared (prepared.go)
+	args    []any
+	n       int
+	bytes   int
 }
 
 // next is where the next row's values go: b.args, sized for the rows of
@@ -130,7 +131,13 @@ func (b *netBuilder) send() error {
 	}
 	info := b.info
 	info.Expect, info.Net = b.n, true
-	err := b.emit(stmt{sql: b.head(b.n), args: b.args, info: info})
+	// A long statement of a kind that is prepared goes as a prepared
+	// statement: a multi-row INSERT or DELETE, not an UPDATE, whose
+	// derived table would take its columns' types from the first row's
+	// parameters (MariaDB: "Data too long for column" on a longer value
+	// in a later row).
+	err := b.emit(stmt{sql: b.head(b.n), args: b.args, info: info,
+		prepare: b.prepare && b.n >= prepareRows, keep: b.n == runRows})
 	b.args, b.n, b.bytes = nil, 0, 0 // the args now belong to the batch
 	return err
 }
@@ -142,7 +149,7 @@ func (b *netBuilder) fail(txn *source.Txn, err error) error {
 
 func (p *plan) netDeletes(rows []apply.NetRow, limit netLimit, emit func(stmt) error) error {
 	b := netBuilder{limit: limit, emit: emit, info: apply.Origin{Op: "delete", Table: p.Rel.Table()}, head: p.netDeleteSQL,
-		width: len(p.Key), left: count(rows, apply.NetDelete, apply.NetReplace)}
+		width: len(p.Key), prepare: true, left: count(rows, apply.NetDelete, apply.NetReplace)}
 	for i := range rows {
 		r := &rows[i]
 		if r.Kind != apply.NetDelete && r.Kind != apply.NetReplace {
@@ -236,7 +243,7 @@ func (p *plan) setCols(mask []byte) []int {
 
 func (p *plan) netInserts(rows []apply.NetRow, limit netLimit, emit func(stmt) error) error {
 	b := netBuilder{limit: limit, emit: emit, info: apply.Origin{Op: "insert", Table: p.Rel.Table()}, head: p.insertSQL,
-		width: len(p.Cols), left: count(rows, apply.NetInsert, apply.NetReplace)}
+		width: len(p.Cols), prepare: true, left: count(rows, apply.NetInsert, apply.NetReplace)}
 	for i := range rows {
 		r := &rows[i]
 		if r.Kind != apply.NetInsert && r.Kind != apply.NetReplace {

@@ -84,6 +84,10 @@ type Target struct {
 	inTx  bool
 	batch batch
 	run   run
+	// Prepared statements of the session by their text, and whether the
+	// server refused one (prepared.go).
+	stmts     map[string]*sql.Stmt
+	noPrepare bool
 
 	// A window of net changes (net.go) and when not to gather one.
 	net    apply.Net[*plan]
@@ -199,7 +203,7 @@ func (t *Target) connect(ctx context.Context) error {
 	}
 	t.db, t.conn, t.connID, t.maria, t.maxPacket = s.DB, s.Conn, s.ID, s.Maria, s.MaxPacket
 	t.lit = literals{noBackslash: s.NoBackslash}
-	t.readCommittedSet = false
+	t.readCommittedSet, t.noPrepare = false, false
 	t.forgetTables()
 	if err := t.createConflictLog(ctx); err != nil {
 		t.Close(ctx)
@@ -213,6 +217,7 @@ func (t *Target) Close(ctx context.Context) {
 	t.closeStreams(ctx)
 	if t.conn != nil {
 		t.gone = append(t.gone, t.connID)
+		t.closePrepared()
 		t.conn.Close()
 		t.db.Close()
 	}
@@ -518,7 +523,8 @@ func (t *Target) endRun(ctx context.Context) error {
 		b.WriteByte(')')
 	}
 	op := map[runKind]string{runInsert: "insert", runDelete: "delete"}[r.kind]
-	t.batch.add(b.String(), r.args, apply.Origin{Op: op, Table: r.plan.Rel.Table(), Txn: r.txn, Expect: r.rows})
+	t.batch.addStmt(stmt{sql: b.String(), args: r.args, info: apply.Origin{Op: op, Table: r.plan.Rel.Table(), Txn: r.txn, Expect: r.rows},
+		prepare: r.rows >= prepareRows, keep: r.rows == runRows})
 	r.args = nil // now owned by the batch
 	r.reset()
 	return t.maybeFlush(ctx)

@@ -22,12 +22,7 @@ import (
 // netTypes is a table of many column types, with the source type each
 // is replicated from and the texts the source sends for it (NULL, for
 // the nullable ones, among them).
-var netTypes = []struct {
-	name, my string
-	oid      uint32
-	typmod   int32
-	texts    []string
-}{
+var netTypes = []netType{
 	{"id", "INT PRIMARY KEY", 23, -1, nil},
 	{"d", "DATE", 1082, -1, []string{"2024-02-29", "1000-01-01", "9999-12-31", "NULL"}},
 	{"dt", "DATETIME(6)", 1114, -1, []string{"2024-01-01 10:00:00.123456", "1999-12-31 23:59:59", "NULL"}},
@@ -48,6 +43,13 @@ var netTypes = []struct {
 	{"txt", "LONGTEXT", 25, -1, []string{strings.Repeat("long ", 300), "short", "NULL"}},
 }
 
+type netType struct {
+	name, my string
+	oid      uint32
+	typmod   int32
+	texts    []string
+}
+
 // netFixture is a database on m with table ty, and a Target writing to it.
 type netFixture struct {
 	db     *sql.DB
@@ -56,12 +58,18 @@ type netFixture struct {
 
 func newNetFixture(t *testing.T, m *harness.MariaDB, name string, cfg mysql.Config) *netFixture {
 	t.Helper()
+	return newTypesFixture(t, m, name, cfg, netTypes)
+}
+
+// newTypesFixture is newNetFixture with table ty of the given columns.
+func newTypesFixture(t *testing.T, m *harness.MariaDB, name string, cfg mysql.Config, types []netType) *netFixture {
+	t.Helper()
 	ctx := t.Context()
 	if err := m.CreateDatabase(ctx, name); err != nil {
 		t.Fatal(err)
 	}
 	var cols []string
-	for _, c := range netTypes {
+	for _, c := range types {
 		cols = append(cols, "`"+c.name+"` "+c.my)
 	}
 	if _, err := m.Exec(ctx, name, "CREATE TABLE ty ("+strings.Join(cols, ", ")+")"); err != nil {
@@ -87,9 +95,11 @@ func newNetFixture(t *testing.T, m *harness.MariaDB, name string, cfg mysql.Conf
 	return &netFixture{db: s.DB, target: target}
 }
 
-func netTypesRelation() *source.Relation {
+func netTypesRelation() *source.Relation { return typesRelation(netTypes) }
+
+func typesRelation(types []netType) *source.Relation {
 	rel := &source.Relation{ID: 1, Schema: "public", Name: "ty", Identity: source.IdentityDefault}
-	for i, c := range netTypes {
+	for i, c := range types {
 		rel.Columns = append(rel.Columns, source.Column{Name: c.name, Type: c.oid, TypeMod: c.typmod, Key: i == 0})
 	}
 	return rel
@@ -98,9 +108,11 @@ func netTypesRelation() *source.Relation {
 // netTypesRow is row id's values in version v: each column cycles through
 // its texts at its own pace, so that one statement mixes NULLs and values
 // of every form; with toast, txt is an unchanged TOAST value.
-func netTypesRow(id, v int, toast bool) []string {
+func netTypesRow(id, v int, toast bool) []string { return typesRow(netTypes, id, v, toast) }
+
+func typesRow(types []netType, id, v int, toast bool) []string {
 	vals := []string{fmt.Sprint(id)}
-	for i, c := range netTypes[1:] {
+	for i, c := range types[1:] {
 		vals = append(vals, c.texts[(id*(i+2)+v)%len(c.texts)])
 	}
 	if toast {
@@ -220,33 +232,8 @@ func TestNetMatchesPlain(t *testing.T) {
 		t.Fatalf("the compacting target sent no multi-table UPDATE (%d before, %d after)", multi, n)
 	}
 
-	var equal []string
-	for _, c := range netTypes {
-		equal = append(equal, fmt.Sprintf("SUM(NOT (a.`%s` <=> b.`%[1]s`)) AS `%[1]s`", c.name))
-	}
-	rows, err := plain.db.QueryContext(t.Context(), "SELECT COUNT(*), "+strings.Join(equal, ", ")+" FROM plain.ty a JOIN net.ty b ON a.id = b.id")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	if !rows.Next() {
-		t.Fatal(rows.Err())
-	}
-	counts := make([]sql.NullInt64, len(netTypes)+1)
-	dest := make([]any, len(counts))
-	for i := range counts {
-		dest[i] = &counts[i]
-	}
-	if err := rows.Scan(dest...); err != nil {
-		t.Fatal(err)
-	}
-	if counts[0].Int64 != 60 {
-		t.Errorf("%d rows in both, want 60", counts[0].Int64)
-	}
-	for i, c := range netTypes {
-		if n := counts[i+1].Int64; n != 0 {
-			t.Errorf("column %s (%s): %d rows differ between the single-row and the set-based statements", c.name, c.my, n)
-		}
+	if n := compareTypes(t, plain.db, "plain", "net", netTypes); n != 60 {
+		t.Errorf("%d rows in both, want 60", n)
 	}
 	for _, db := range []string{"plain", "net"} {
 		var n int
@@ -254,6 +241,32 @@ func TestNetMatchesPlain(t *testing.T) {
 			t.Errorf("%s.ty has %d rows (%v), want 60", db, n, err)
 		}
 	}
+}
+
+// compareTypes compares every column of table ty in databases a and b,
+// joined by id, failing t for each column that differs in any row; it
+// returns how many rows both have.
+func compareTypes(t *testing.T, db *sql.DB, a, b string, types []netType) int64 {
+	t.Helper()
+	var equal []string
+	for _, c := range types {
+		equal = append(equal, fmt.Sprintf("SUM(NOT (a.`%s` <=> b.`%[1]s`)) AS `%[1]s`", c.name))
+	}
+	counts := make([]sql.NullInt64, len(types)+1)
+	dest := make([]any, len(counts))
+	for i := range counts {
+		dest[i] = &counts[i]
+	}
+	q := "SELECT COUNT(*), " + strings.Join(equal, ", ") + " FROM " + a + ".ty a JOIN " + b + ".ty b ON a.id = b.id"
+	if err := db.QueryRowContext(t.Context(), q).Scan(dest...); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range types {
+		if n := counts[i+1].Int64; n != 0 {
+			t.Errorf("column %s (%s): %d rows differ between %s and %s", c.name, c.my, n, a, b)
+		}
+	}
+	return counts[0].Int64
 }
 
 // TestNetDiverged: a row deleted behind decant's back makes the set-based

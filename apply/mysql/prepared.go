@@ -1,0 +1,121 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+
+	"github.com/decant/decant/apply"
+)
+
+// Multi-row INSERTs and DELETEs of at least prepareRows rows (a bulk
+// load, a large window) go as server-side prepared statements: the
+// server then never lexes the values, which is most of what it spends on
+// a run of inserts (MariaDB 10.11, 1,000,000 rows of int, bigint, text,
+// decimal, datetime and JSON in 1,000-row statements: 3.0 s of server
+// CPU against 4.9 s with the values written in). A statement of runRows
+// rows, the steady shape, stays prepared on the session; a shorter one
+// (the end of a run, or one cut by its bytes) is prepared, run and
+// closed. Shorter statements stay in the batch's text.
+//
+// A parameter is received as the literal the batch would write for it
+// (literals): integers and floats as numbers, strings in the
+// connection's character set. Only []byte differs (a _binary literal,
+// but a string parameter), so a statement holding one is written as
+// text.
+
+// prepareRows is the fewest rows of a prepared statement; maxPrepared
+// bounds the statements kept prepared on the session (one per table and
+// shape in steady use): past it they are all closed.
+const (
+	prepareRows = 100
+	maxPrepared = 32
+)
+
+// preparable says whether s goes as a prepared statement.
+func (t *Target) preparable(s *stmt) bool {
+	if !s.prepare || t.noPrepare {
+		return false
+	}
+	for _, a := range s.args {
+		switch a.(type) {
+		case nil, int64, uint64, float64, bool, string, json.RawMessage:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// execPrepared runs s as a prepared statement and returns the rows it
+// affected. A server that refuses to prepare it (a limit on prepared
+// statements, a proxy without them) gets it as text, and no statement
+// is prepared on the session again.
+func (t *Target) execPrepared(ctx context.Context, s *stmt) (int64, error) {
+	st, err := t.prepared(ctx, s.sql, s.keep)
+	if err != nil {
+		if ctx.Err() != nil || apply.Transient(err) || connGone(err) {
+			return 0, err
+		}
+		t.noPrepare = true
+		t.log.Warn("the target refused a prepared statement; writing values into the statements instead", "error", describe(err))
+		res, err := t.exec(ctx, s.sql, s.args)
+		if err != nil {
+			return 0, err
+		}
+		counts := res.AllRowsAffected()
+		if len(counts) != 1 {
+			return 0, errors.New("MySQL driver returned no row count")
+		}
+		return counts[0], nil
+	}
+	if !s.keep {
+		defer st.Close()
+	}
+	var n int64
+	err = t.bound().Do(ctx, "a prepared statement", func(ctx context.Context) error {
+		res, err := st.ExecContext(ctx, s.args...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
+}
+
+// prepared returns a prepared statement for query: the session's, when
+// keep says to keep it.
+func (t *Target) prepared(ctx context.Context, query string, keep bool) (*sql.Stmt, error) {
+	if keep {
+		if st, ok := t.stmts[query]; ok {
+			return st, nil
+		}
+		if len(t.stmts) >= maxPrepared {
+			t.closePrepared()
+		}
+	}
+	var st *sql.Stmt
+	err := t.bound().Do(ctx, "prepare a statement", func(ctx context.Context) error {
+		var err error
+		st, err = t.conn.PrepareContext(ctx, query)
+		return err
+	})
+	if err != nil || !keep {
+		return st, err
+	}
+	if t.stmts == nil {
+		t.stmts = map[string]*sql.Stmt{}
+	}
+	t.stmts[query] = st
+	return st, nil
+}
+
+// closePrepared closes the session's prepared statements.
+func (t *Target) closePrepared() {
+	for q, st := range t.stmts {
+		st.Close()
+		delete(t.stmts, q)
+	}
+}

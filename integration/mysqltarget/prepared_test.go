@@ -1,0 +1,136 @@
+package mysqltarget
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/decant/decant/apply"
+	"github.com/decant/decant/apply/mysql"
+	"github.com/decant/decant/integration/harness"
+	"github.com/decant/decant/source"
+)
+
+// textTypes is netTypes without the columns whose values the writer sends
+// as bytes (BIT, VARBINARY, BLOB): a full statement of such a table is
+// prepared.
+func textTypes() []netType {
+	return slices.DeleteFunc(slices.Clone(netTypes), func(c netType) bool {
+		return c.name == "bits" || c.name == "bin" || c.name == "bl"
+	})
+}
+
+// stmtStatus is the server's count of prepared statements made and run.
+func stmtStatus(t *testing.T, f *netFixture) (prepared, executed int) {
+	t.Helper()
+	rows, err := f.db.QueryContext(t.Context(), "SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_stmt_prepare', 'Com_stmt_execute')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var n int
+		if err := rows.Scan(&name, &n); err != nil {
+			t.Fatal(err)
+		}
+		if name == "Com_stmt_prepare" {
+			prepared = n
+		} else {
+			executed = n
+		}
+	}
+	return prepared, executed
+}
+
+// TestPreparedMatchesText: long multi-row INSERTs and DELETEs go as
+// prepared statements, between set-based UPDATEs that stay text, and
+// store exactly what single-row statements with the values written in
+// do, for every type they take; a table whose rows
+// hold bytes stays with text. A prepared DELETE that finds fewer rows
+// than it has keys fails as a set-based statement does.
+func TestPreparedMatchesText(t *testing.T) {
+	m := harness.MariaDBT(t)
+	types := textTypes()
+	text := newTypesFixture(t, m, "ptext", mysql.Config{Plain: true}, types)
+	prep := newTypesFixture(t, m, "pprep", mysql.Config{}, types)
+	bytesTable := newTypesFixture(t, m, "pbytes", mysql.Config{}, netTypes)
+
+	// 2,500 rows in one transaction: two full INSERTs and a shorter one;
+	// then 2,000 deleted: two full DELETEs.
+	changes := func(types []netType, op source.Op, from, to int) []source.Change {
+		rel := typesRelation(types)
+		var out []source.Change
+		for id := from; id <= to; id++ {
+			c := source.Change{Op: op, Rel: rel}
+			if op == source.OpDelete {
+				c.Old = row(typesRow(types, id, 0, false)...)
+			} else {
+				c.New = row(typesRow(types, id, 0, false)...)
+			}
+			out = append(out, c)
+		}
+		return out
+	}
+	// This test owns the server: the global counts move only with what
+	// the target sends. The single-row target commits every 50 changes,
+	// so that none of its statements is long enough to prepare.
+	for _, f := range []*netFixture{text, prep} {
+		p0, e0 := stmtStatus(t, f)
+		update := changes(types, source.OpUpdate, 1, 2500)
+		for i := range update {
+			update[i].New = row(typesRow(types, i+1, 1, i%2 == 0)...)
+		}
+		load := [][]source.Change{changes(types, source.OpInsert, 1, 2500), update, changes(types, source.OpDelete, 251, 2250)}
+		for i, txn := range load {
+			step := len(txn)
+			if f == text {
+				step = 50
+			}
+			for from := 0; from < len(txn); from += step {
+				if err := f.apply(t, [][]source.Change{txn[from:min(len(txn), from+step)]}, source.LSN(200+10000*i+from)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		p1, e1 := stmtStatus(t, f)
+		switch {
+		case f == prep && (p1-p0 < 2 || e1-e0 < 5):
+			// At least three INSERTs of at most 1,000 rows and two
+			// DELETEs; the UPDATEs between them go as text.
+			t.Errorf("the compacting target prepared %d and ran %d statements, want at least 2 and 5", p1-p0, e1-e0)
+		case f == text && e1 != e0:
+			t.Errorf("the single-row target ran %d prepared statements", e1-e0)
+		}
+	}
+	if n := compareTypes(t, prep.db, "ptext", "pprep", types); n != 500 {
+		t.Errorf("%d rows in both, want 500", n)
+	}
+
+	_, e0 := stmtStatus(t, bytesTable)
+	if err := bytesTable.apply(t, [][]source.Change{changes(netTypes, source.OpInsert, 1, 1000)}, 200); err != nil {
+		t.Fatal(err)
+	}
+	if _, e1 := stmtStatus(t, bytesTable); e1 != e0 {
+		t.Errorf("a table with bytes ran %d prepared statements, want none", e1-e0)
+	}
+	var n int
+	if err := bytesTable.db.QueryRowContext(t.Context(), "SELECT COUNT(*) FROM pbytes.ty").Scan(&n); err != nil || n != 1000 {
+		t.Errorf("pbytes.ty has %d rows (%v), want 1000", n, err)
+	}
+
+	// A row gone behind decant's back: the prepared DELETE of its key
+	// finds 999 of 1,000, which replays the transaction change by change.
+	if err := prep.apply(t, [][]source.Change{changes(types, source.OpInsert, 3001, 4000)}, 30000); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prep.db.ExecContext(t.Context(), "DELETE FROM pprep.ty WHERE id = 3500"); err != nil {
+		t.Fatal(err)
+	}
+	err := prep.apply(t, [][]source.Change{changes(types, source.OpDelete, 3001, 4000)}, 40000)
+	var replay *apply.ReplayError
+	if !errors.As(err, &replay) || !strings.Contains(err.Error(), "999 of 1000 changed rows found on the target: the target has diverged") {
+		t.Fatalf("prepared delete over a missing row: %v, want a ReplayError saying 999 of 1000 rows were found", err)
+	}
+}
