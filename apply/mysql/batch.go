@@ -19,10 +19,9 @@ type stmt struct {
 	sql  string
 	args []any
 	info apply.Origin
-	// prepare: a multi-row INSERT or DELETE of at least prepareRows
-	// rows, which goes as a server-side prepared statement (prepared.go);
-	// keep: one of runRows rows, whose statement is kept prepared.
-	prepare, keep bool
+	// prepare: a multi-row INSERT or DELETE of runRows rows, which goes
+	// as a server-side prepared statement (prepared.go).
+	prepare bool
 }
 
 // batch is the statements waiting for the next round trip.

@@ -96,7 +96,7 @@ type netBuilder struct {
 	emit    func(stmt) error
 	width   int  // values per row
 	left    int  // rows still to come
-	prepare bool // long statements are prepared (prepared.go)
+	prepare bool // full statements are prepared (prepared.go)
 	args    []any
 	n       int
 	bytes   int
@@ -131,13 +131,10 @@ func (b *netBuilder) send() error {
 	}
 	info := b.info
 	info.Expect, info.Net = b.n, true
-	// A long statement of a kind that is prepared goes as a prepared
-	// statement: a multi-row INSERT or DELETE, not an UPDATE, whose
-	// derived table would take its columns' types from the first row's
-	// parameters (MariaDB: "Data too long for column" on a longer value
-	// in a later row).
-	err := b.emit(stmt{sql: b.head(b.n), args: b.args, info: info,
-		prepare: b.prepare && b.n >= prepareRows, keep: b.n == runRows})
+	// A full statement of a kind that is prepared (a multi-row INSERT or
+	// DELETE; an UPDATE's derived table would take its columns' types
+	// from the first row's parameters) goes as a prepared statement.
+	err := b.emit(stmt{sql: b.head(b.n), args: b.args, info: info, prepare: b.prepare && b.n == runRows})
 	b.args, b.n, b.bytes = nil, 0, 0 // the args now belong to the batch
 	return err
 }

@@ -9,29 +9,26 @@ import (
 	"github.com/decant/decant/apply"
 )
 
-// Multi-row INSERTs and DELETEs of at least prepareRows rows (a bulk
-// load, a large window) go as server-side prepared statements: the
-// server then never lexes the values, which is most of what it spends on
-// a run of inserts (MariaDB 10.11, 1,000,000 rows of int, bigint, text,
-// decimal, datetime and JSON in 1,000-row statements: 3.0 s of server
-// CPU against 4.9 s with the values written in). A statement of runRows
-// rows, the steady shape, stays prepared on the session; a shorter one
-// (the end of a run, or one cut by its bytes) is prepared, run and
-// closed. Shorter statements stay in the batch's text.
-//
+// Full multi-row INSERTs and DELETEs (runRows rows: a bulk load, a large
+// window) go as server-side prepared statements, kept on the session,
+// one per table and shape: the server then never lexes the values, which
+// is most of what it spends on a run of inserts (MariaDB 10.11,
+// 1,000,000 rows of int, bigint, text, decimal, datetime and JSON in
+// 1,000-row statements: 3.0 s of server CPU against 4.9 s with the values
+// written in). Shorter statements (the end of a run, one cut by its
+// bytes, pgbench's few hundred rows a window) stay in the batch's text:
+// prepared once and closed, they measured no cheaper for the server, and
+// cost a round trip more.
+
 // A parameter is received as the literal the batch would write for it
 // (literals): integers and floats as numbers, strings in the
 // connection's character set. Only []byte differs (a _binary literal,
 // but a string parameter), so a statement holding one is written as
 // text.
 
-// prepareRows is the fewest rows of a prepared statement; maxPrepared
-// bounds the statements kept prepared on the session (one per table and
-// shape in steady use): past it they are all closed.
-const (
-	prepareRows = 100
-	maxPrepared = 32
-)
+// maxPrepared bounds the statements kept prepared on the session (one
+// per table and shape in steady use): past it they are all closed.
+const maxPrepared = 32
 
 // preparable says whether s goes as a prepared statement.
 func (t *Target) preparable(s *stmt) bool {
@@ -53,7 +50,7 @@ func (t *Target) preparable(s *stmt) bool {
 // statements, a proxy without them) gets it as text, and no statement
 // is prepared on the session again.
 func (t *Target) execPrepared(ctx context.Context, s *stmt) (int64, error) {
-	st, err := t.prepared(ctx, s.sql, s.keep)
+	st, err := t.prepared(ctx, s.sql)
 	if err != nil {
 		if ctx.Err() != nil || apply.Transient(err) || connGone(err) {
 			return 0, err
@@ -70,9 +67,6 @@ func (t *Target) execPrepared(ctx context.Context, s *stmt) (int64, error) {
 		}
 		return counts[0], nil
 	}
-	if !s.keep {
-		defer st.Close()
-	}
 	var n int64
 	err = t.bound().Do(ctx, "a prepared statement", func(ctx context.Context) error {
 		res, err := st.ExecContext(ctx, s.args...)
@@ -85,16 +79,13 @@ func (t *Target) execPrepared(ctx context.Context, s *stmt) (int64, error) {
 	return n, err
 }
 
-// prepared returns a prepared statement for query: the session's, when
-// keep says to keep it.
-func (t *Target) prepared(ctx context.Context, query string, keep bool) (*sql.Stmt, error) {
-	if keep {
-		if st, ok := t.stmts[query]; ok {
-			return st, nil
-		}
-		if len(t.stmts) >= maxPrepared {
-			t.closePrepared()
-		}
+// prepared returns the session's prepared statement for query.
+func (t *Target) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := t.stmts[query]; ok {
+		return st, nil
+	}
+	if len(t.stmts) >= maxPrepared {
+		t.closePrepared()
 	}
 	var st *sql.Stmt
 	err := t.bound().Do(ctx, "prepare a statement", func(ctx context.Context) error {
@@ -102,8 +93,8 @@ func (t *Target) prepared(ctx context.Context, query string, keep bool) (*sql.St
 		st, err = t.conn.PrepareContext(ctx, query)
 		return err
 	})
-	if err != nil || !keep {
-		return st, err
+	if err != nil {
+		return nil, err
 	}
 	if t.stmts == nil {
 		t.stmts = map[string]*sql.Stmt{}

@@ -524,7 +524,7 @@ func (t *Target) endRun(ctx context.Context) error {
 	}
 	op := map[runKind]string{runInsert: "insert", runDelete: "delete"}[r.kind]
 	t.batch.addStmt(stmt{sql: b.String(), args: r.args, info: apply.Origin{Op: op, Table: r.plan.Rel.Table(), Txn: r.txn, Expect: r.rows},
-		prepare: r.rows >= prepareRows, keep: r.rows == runRows})
+		prepare: r.rows == runRows})
 	r.args = nil // now owned by the batch
 	r.reset()
 	return t.maybeFlush(ctx)
