@@ -301,10 +301,29 @@ func repeatMarks(head, marks string, n int, tail string) string {
 // for a one-column key, "... WHERE (`a`, `b`) IN (" with "(?, ?)" for a
 // composite one: InnoDB takes either as ranges on the primary key.
 func renderNetDeleteHead(p *mapping.Plan) (head, marks string) {
-	if len(p.Key) == 1 {
-		return "DELETE FROM " + quoteTable(p.Target) + " WHERE " + quoteIdent(p.Targets[p.Key[0]].Name) + " IN (", "?"
+	cols := make([]string, len(p.Key))
+	for n, i := range p.Key {
+		cols[n] = quoteIdent(p.Targets[i].Name)
 	}
-	return deleteInHead(p)
+	return deleteByKeysHead(quoteTable(p.Target), cols)
+}
+
+// deleteByKeysHead is renderNetDeleteHead for table and key columns cols,
+// quoted.
+func deleteByKeysHead(table string, cols []string) (head, marks string) {
+	if len(cols) == 1 {
+		return "DELETE FROM " + table + " WHERE " + cols[0] + " IN (", "?"
+	}
+	return "DELETE FROM " + table + " WHERE (" + strings.Join(cols, ", ") + ") IN (",
+		"(" + strings.Repeat("?, ", len(cols)-1) + "?)"
+}
+
+// DeleteByKeysSQL deletes from table the rows with n keys, of the key
+// columns cols (table and columns quoted), as a window's deletes do;
+// apply/verify's repair deletes with it too.
+func DeleteByKeysSQL(table string, cols []string, n int) string {
+	head, marks := deleteByKeysHead(table, cols)
+	return repeatMarks(head, marks, n, ")")
 }
 
 // renderNetUpdate sets columns set of n rows found by key: the parameters

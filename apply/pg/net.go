@@ -193,14 +193,23 @@ func (t *Target) queueNet(ctx context.Context, sql string, args [][]byte, info a
 	return t.maybeFlush(ctx)
 }
 
-// renderNetDelete deletes the rows whose keys the arrays hold. A one-column
-// key is compared with = ANY, which an index scan takes as it is.
+// renderNetDelete deletes the rows whose keys the arrays hold.
 func renderNetDelete(p *mapping.Plan) string {
-	if len(p.Key) == 1 {
-		col := p.Targets[p.Key[0]]
-		return fmt.Sprintf("DELETE FROM %s WHERE %s = ANY($1::%s[])", tableRef(p), quoteIdent(col.Name), col.Type)
+	cols, types := keyColumns(p)
+	return DeleteByKeysSQL(tableRef(p), cols, types)
+}
+
+// DeleteByKeysSQL deletes from table from the rows whose key columns cols
+// (quoted; types as casts spell them) hold the values of text arrays $1,
+// ... (TextArrays): a one-column key is compared with = ANY, which an
+// index scan takes as it is; a longer key, or an array-typed one whose
+// values = ANY would take for elements, is joined with the arrays
+// unnested. apply/verify's repair deletes with it too.
+func DeleteByKeysSQL(from string, cols, types []string) string {
+	if len(cols) == 1 && !strings.HasSuffix(types[0], "]") {
+		return fmt.Sprintf("DELETE FROM %s WHERE %s = ANY($1::%s[])", from, cols[0], types[0])
 	}
-	return fmt.Sprintf("DELETE FROM %s AS x USING %s WHERE %s", tableRef(p), unnestList(len(p.Key)), keyJoin(p))
+	return fmt.Sprintf("DELETE FROM %s AS x USING %s WHERE %s", from, unnestList(len(cols)), keyJoinCols(cols, types))
 }
 
 // renderNetUpdate sets columns set of the rows whose keys the arrays
@@ -249,13 +258,24 @@ func unnestList(n int) string {
 }
 
 // keyJoin matches the target row x with the key columns v.c1... .
-func keyJoin(p *mapping.Plan) string {
+func keyJoin(p *mapping.Plan) string { return keyJoinCols(keyColumns(p)) }
+
+// keyColumns is p's key columns, quoted, and their types.
+func keyColumns(p *mapping.Plan) (cols, types []string) {
+	for _, col := range p.Key {
+		cols = append(cols, quoteIdent(p.Targets[col].Name))
+		types = append(types, p.Targets[col].Type)
+	}
+	return cols, types
+}
+
+func keyJoinCols(cols, types []string) string {
 	var b strings.Builder
-	for k, col := range p.Key {
+	for k, col := range cols {
 		if k > 0 {
 			b.WriteString(" AND ")
 		}
-		fmt.Fprintf(&b, "x.%s = v.c%d::%s", quoteIdent(p.Targets[col].Name), k+1, p.Targets[col].Type)
+		fmt.Fprintf(&b, "x.%s = v.c%d::%s", col, k+1, types[k])
 	}
 	return b.String()
 }

@@ -242,35 +242,16 @@ func (t *table) deleteRowSQL(mysqlTarget bool) string {
 }
 
 // deleteKeysPG deletes the rows of a PostgreSQL target whose keys the
-// parameters hold, one text array per key column (pg.TextArrays): a
-// one-column key with = ANY, which its index serves as it is; else
-// joined with the arrays unnested.
+// parameters hold, one text array per key column (pg.TextArrays), as the
+// target's window deletes them.
 func (t *table) deleteKeysPG() string {
-	from := t.tgtFrom(false)
-	if len(t.tgtKey) == 1 && !strings.HasSuffix(t.tgtKeyType[0], "]") {
-		return "DELETE FROM " + from + " WHERE " + t.tgtKey[0] + " = ANY($1::" + t.tgtKeyType[0] + "[])"
-	}
-	arrays := make([]string, len(t.tgtKey))
-	names := make([]string, len(t.tgtKey))
-	conds := make([]string, len(t.tgtKey))
-	for i, k := range t.tgtKey {
-		n := strconv.Itoa(i + 1)
-		arrays[i], names[i] = "$"+n+"::text[]", "c"+n
-		conds[i] = "x." + k + " = v.c" + n + "::" + t.tgtKeyType[i]
-	}
-	return "DELETE FROM " + from + " AS x USING unnest(" + strings.Join(arrays, ", ") + ") AS v(" +
-		strings.Join(names, ", ") + ") WHERE " + strings.Join(conds, " AND ")
+	return pg.DeleteByKeysSQL(t.tgtFrom(false), t.tgtKey, t.tgtKeyType)
 }
 
-// deleteKeysMySQL deletes the rows of a MySQL target with n keys:
-// k IN (?, ...), or (k1, k2) IN ((?, ?), ...) for a longer key.
+// deleteKeysMySQL deletes the rows of a MySQL target with n keys, as the
+// target's window deletes them.
 func (t *table) deleteKeysMySQL(n int) string {
-	one := "?"
-	if len(t.tgtKey) > 1 {
-		one = "(" + strings.Repeat("?, ", len(t.tgtKey)-1) + "?)"
-	}
-	return "DELETE FROM " + t.tgtFrom(true) + " WHERE " + pgTuple(t.tgtKey) + " IN (" +
-		strings.Repeat(one+", ", n-1) + one + ")"
+	return mysql.DeleteByKeysSQL(t.tgtFrom(true), t.tgtKey, n)
 }
 
 // deletePG sends the deletes as one transaction: one statement for a
