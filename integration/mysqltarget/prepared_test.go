@@ -1,7 +1,9 @@
 package mysqltarget
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -143,5 +145,41 @@ func TestPreparedMatchesText(t *testing.T) {
 	var replay *apply.ReplayError
 	if !errors.As(err, &replay) || !strings.Contains(err.Error(), "999 of 1000 changed rows found on the target: the target has diverged") {
 		t.Fatalf("prepared delete over a missing row: %v, want a ReplayError saying 999 of 1000 rows were found", err)
+	}
+}
+
+// TestPreparedRefused: a server that refuses to prepare a statement
+// (max_prepared_stmt_count reached) gets the full statement as text, and
+// the rest of the session too.
+func TestPreparedRefused(t *testing.T) {
+	m := harness.MariaDBT(t)
+	types := textTypes()
+	var logged bytes.Buffer
+	f := newTypesFixture(t, m, "prefused", mysql.Config{Logger: slog.New(slog.NewTextHandler(&logged, nil))}, types)
+	// This test owns the server: no other session prepares meanwhile.
+	if _, err := f.db.ExecContext(t.Context(), "SET GLOBAL max_prepared_stmt_count = 0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.db.Exec("SET GLOBAL max_prepared_stmt_count = DEFAULT") })
+	rel := typesRelation(types)
+	for i, lsn := range []source.LSN{200, 300} {
+		var load []source.Change
+		for id := i*1000 + 1; id <= (i+1)*1000; id++ {
+			load = append(load, source.Change{Op: source.OpInsert, Rel: rel, New: row(typesRow(types, id, 0, false)...)})
+		}
+		_, e0 := stmtStatus(t, f)
+		if err := f.apply(t, [][]source.Change{load}, lsn); err != nil {
+			t.Fatalf("a full INSERT the server cannot prepare: %v", err)
+		}
+		if _, e1 := stmtStatus(t, f); e1 != e0 {
+			t.Errorf("batch %d: %d prepared statements run, want none", i+1, e1-e0)
+		}
+	}
+	if n := strings.Count(logged.String(), "the target refused a prepared statement"); n != 1 {
+		t.Errorf("the refusal was logged %d times, want once (no statement prepared after it)\n%s", n, logged.String())
+	}
+	var n int
+	if err := f.db.QueryRowContext(t.Context(), "SELECT COUNT(*) FROM prefused.ty").Scan(&n); err != nil || n != 2000 {
+		t.Errorf("prefused.ty has %d rows (%v), want 2000", n, err)
 	}
 }
