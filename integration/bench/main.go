@@ -213,8 +213,12 @@ func (b *bench) printVersions(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("Date: %s; PostgreSQL %s, MariaDB %s, %d CPUs\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"),
-		pg, strings.TrimSpace(my), runtime.NumCPU())
+	call, err := syscallCost()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Date: %s; PostgreSQL %s, MariaDB %s, %d CPUs; a system call that does nothing takes %.2f µs\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), pg, strings.TrimSpace(my), runtime.NumCPU(), float64(call)/float64(time.Microsecond))
 	return nil
 }
 
