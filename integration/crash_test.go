@@ -80,11 +80,15 @@ func crashTest(t *testing.T, p *pair, ddl bool) {
 	last := p.checkpointEnd()
 	for kills < 10 || committed.Load() < 5000 {
 		a := p.start()
-		// A run's first commit comes after its start (up to 250 ms more
-		// while the killed run's walsender still holds the slot) and its
-		// first group (up to 500 ms while a backlog lasts): a kill in
-		// the first second mostly lands before it.
-		time.Sleep(time.Duration(500+rng.IntN(2000)) * time.Millisecond)
+		// A run's first commit comes after it starts streaming (up to
+		// 250 ms later while the killed run's walsender still holds the
+		// slot) and after its first group (up to 500 ms while a backlog
+		// lasts), so the kill's moment is drawn from when the run says it
+		// streams: counted from the process's start, a machine slow to
+		// start processes and open sessions (under the whole suite) sent
+		// most kills before any work.
+		waitUntil(30*time.Second, func() bool { return a.exited() || streaming(a) })
+		time.Sleep(time.Duration(250+rng.IntN(2000)) * time.Millisecond)
 		a.kill()
 		kills++
 		if end := p.checkpointEnd(); end != last {
@@ -136,4 +140,10 @@ func schemaChurn(t *testing.T, dsn string, stop *atomic.Bool) error {
 		time.Sleep(300 * time.Millisecond)
 	}
 	return nil
+}
+
+// streaming reports whether a run has logged that it streams.
+func streaming(a *agent) bool {
+	out := a.stderr.String()
+	return strings.Contains(out, "msg=streaming ") || strings.Contains(out, `"msg":"streaming"`)
 }
