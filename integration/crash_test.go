@@ -80,10 +80,10 @@ func crashTest(t *testing.T, p *pair, ddl bool) {
 	last := p.checkpointEnd()
 	for kills < 10 || committed.Load() < 5000 {
 		a := p.start()
-		// A run's first commit comes after it starts streaming (up to
-		// 250 ms later while the killed run's walsender still holds the
-		// slot) and after its first group (up to 500 ms while a backlog
-		// lasts), so the kill's moment is drawn from when the run says it
+		// A run's first commit comes after it starts streaming (which
+		// waits while the killed run's walsender still holds the slot)
+		// and after its first group (up to 500 ms while a backlog lasts),
+		// so the kill's moment is drawn from when the run says it
 		// streams: counted from the process's start, a machine slow to
 		// start processes and open sessions (under the whole suite) sent
 		// most kills before any work.
