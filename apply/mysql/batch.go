@@ -106,19 +106,22 @@ func (t *Target) flush(ctx context.Context) error {
 			if err := t.checkCounts(rest[:n], counts[len(prefix):]); err != nil {
 				return err
 			}
-			prefix = nil
+			prefix, rest = nil, rest[n:]
 		}
-		if n == len(rest) {
+		if len(rest) == 0 {
 			return nil
 		}
-		got, err := t.execPrepared(ctx, &rest[n])
-		if err != nil {
+		got, err := t.execPrepared(ctx, &rest[0])
+		switch {
+		case errors.Is(err, errNotPrepared):
+			continue // no longer preparable: it goes with the text that follows
+		case err != nil:
 			return t.batchFailed(ctx, err)
 		}
-		if err := t.checkCounts(rest[n:n+1], []int64{got}); err != nil {
+		if err := t.checkCounts(rest[:1], []int64{got}); err != nil {
 			return err
 		}
-		rest = rest[n+1:]
+		rest = rest[1:]
 	}
 }
 

@@ -301,11 +301,7 @@ func repeatMarks(head, marks string, n int, tail string) string {
 // for a one-column key, "... WHERE (`a`, `b`) IN (" with "(?, ?)" for a
 // composite one: InnoDB takes either as ranges on the primary key.
 func renderNetDeleteHead(p *mapping.Plan) (head, marks string) {
-	cols := make([]string, len(p.Key))
-	for n, i := range p.Key {
-		cols[n] = quoteIdent(p.Targets[i].Name)
-	}
-	return deleteByKeysHead(quoteTable(p.Target), cols)
+	return deleteByKeysHead(quoteTable(p.Target), quotedKey(p))
 }
 
 // deleteByKeysHead is renderNetDeleteHead for table and key columns cols,
@@ -314,8 +310,7 @@ func deleteByKeysHead(table string, cols []string) (head, marks string) {
 	if len(cols) == 1 {
 		return "DELETE FROM " + table + " WHERE " + cols[0] + " IN (", "?"
 	}
-	return "DELETE FROM " + table + " WHERE (" + strings.Join(cols, ", ") + ") IN (",
-		"(" + strings.Repeat("?, ", len(cols)-1) + "?)"
+	return tupleInHead(table, cols)
 }
 
 // DeleteByKeysSQL deletes from table the rows with n keys, of the key

@@ -45,10 +45,13 @@ func (t *Target) preparable(s *stmt) bool {
 	return true
 }
 
+// errNotPrepared: the server refused to prepare a statement (a limit on
+// prepared statements, a proxy without them). No statement is prepared on
+// the session again, and flush sends this one as text.
+var errNotPrepared = errors.New("the target refused to prepare a statement")
+
 // execPrepared runs s as a prepared statement and returns the rows it
-// affected. A server that refuses to prepare it (a limit on prepared
-// statements, a proxy without them) gets it as text, and no statement
-// is prepared on the session again.
+// affected.
 func (t *Target) execPrepared(ctx context.Context, s *stmt) (int64, error) {
 	st, err := t.prepared(ctx, s.sql)
 	if err != nil {
@@ -57,15 +60,7 @@ func (t *Target) execPrepared(ctx context.Context, s *stmt) (int64, error) {
 		}
 		t.noPrepare = true
 		t.log.Warn("the target refused a prepared statement; writing values into the statements instead", "error", describe(err))
-		res, err := t.exec(ctx, s.sql, s.args)
-		if err != nil {
-			return 0, err
-		}
-		counts := res.AllRowsAffected()
-		if len(counts) != 1 {
-			return 0, errors.New("MySQL driver returned no row count")
-		}
-		return counts[0], nil
+		return 0, errNotPrepared
 	}
 	var n int64
 	err = t.bound().Do(ctx, "a prepared statement", func(ctx context.Context) error {

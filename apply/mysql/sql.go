@@ -103,13 +103,23 @@ func renderDelete(p *mapping.Plan, m mapping.Match, cmp []comparer) string {
 }
 
 // deleteInHead is "DELETE FROM t WHERE (`k1`, `k2`) IN (" and keyMarks
-// "(?, ?)": consecutive deletes by key go as one statement.
+// "(?, ?)", the tuple form even for a one-column key: consecutive deletes
+// by key go as one statement.
 func deleteInHead(p *mapping.Plan) (head, keyMarks string) {
-	names := make([]string, len(p.Key))
-	marks := make([]string, len(p.Key))
+	return tupleInHead(quoteTable(p.Target), quotedKey(p))
+}
+
+// tupleInHead is deleteInHead for table and key columns cols, quoted.
+func tupleInHead(table string, cols []string) (head, keyMarks string) {
+	return "DELETE FROM " + table + " WHERE (" + strings.Join(cols, ", ") + ") IN (",
+		"(" + strings.Repeat("?, ", len(cols)-1) + "?)"
+}
+
+// quotedKey is p's target key columns, quoted.
+func quotedKey(p *mapping.Plan) []string {
+	cols := make([]string, len(p.Key))
 	for n, i := range p.Key {
-		names[n], marks[n] = quoteIdent(p.Targets[i].Name), "?"
+		cols[n] = quoteIdent(p.Targets[i].Name)
 	}
-	return "DELETE FROM " + quoteTable(p.Target) + " WHERE (" + strings.Join(names, ", ") + ") IN (",
-		"(" + strings.Join(marks, ", ") + ")"
+	return cols
 }

@@ -502,28 +502,12 @@ func (t *Target) endRun(ctx context.Context) error {
 		r.reset()
 		return nil
 	}
-	var b strings.Builder
-	switch r.kind {
-	case runInsert:
-		b.WriteString(r.plan.insertHead)
-		for n := 0; n < r.rows; n++ {
-			if n > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(r.plan.rowMarks)
-		}
-	case runDelete:
-		b.WriteString(r.plan.deleteHead)
-		for n := 0; n < r.rows; n++ {
-			if n > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(r.plan.keyMarks)
-		}
-		b.WriteByte(')')
+	query := r.plan.insertSQL(r.rows)
+	if r.kind == runDelete {
+		query = repeatMarks(r.plan.deleteHead, r.plan.keyMarks, r.rows, ")")
 	}
 	op := map[runKind]string{runInsert: "insert", runDelete: "delete"}[r.kind]
-	t.batch.addStmt(stmt{sql: b.String(), args: r.args, info: apply.Origin{Op: op, Table: r.plan.Rel.Table(), Txn: r.txn, Expect: r.rows},
+	t.batch.addStmt(stmt{sql: query, args: r.args, info: apply.Origin{Op: op, Table: r.plan.Rel.Table(), Txn: r.txn, Expect: r.rows},
 		prepare: r.rows == runRows})
 	r.args = nil // now owned by the batch
 	r.reset()
