@@ -86,12 +86,18 @@ func (e *TimeoutError) Retryable() bool { return true }
 // Release ends the context; Explain names the expiry in the error of
 // whatever it cut short.
 func (b Bound) Watch(ctx context.Context, op string) (context.Context, *Watchdog) {
-	wctx, cancel := context.WithCancelCause(ctx)
-	w := &Watchdog{ctx: wctx, cancel: cancel, expired: &TimeoutError{Peer: b.Peer, Op: op, Timeout: b.Timeout, Setting: b.Setting}}
-	if b.Timeout > 0 {
-		w.timer = time.AfterFunc(b.Timeout, func() { cancel(w.expired) })
-	}
+	wctx, w := b.Unarmed(ctx, op)
+	w.Arm()
 	return wctx, w
+}
+
+// Unarmed is Watch with the deadline not started: Arm starts it. It
+// bounds a round trip whose request goes now and whose answer is read
+// later, so that the time between (the caller's own work) does not count
+// against the peer.
+func (b Bound) Unarmed(ctx context.Context, op string) (context.Context, *Watchdog) {
+	wctx, cancel := context.WithCancelCause(ctx)
+	return wctx, &Watchdog{ctx: wctx, cancel: cancel, expired: &TimeoutError{Peer: b.Peer, Op: op, Timeout: b.Timeout, Setting: b.Setting}}
 }
 
 // Watchdog is the deadline Watch set.
@@ -100,6 +106,14 @@ type Watchdog struct {
 	cancel  context.CancelCauseFunc
 	timer   *time.Timer
 	expired *TimeoutError
+}
+
+// Arm starts the deadline: the context ends with a *TimeoutError the
+// bound's Timeout from now (never, with no Timeout).
+func (w *Watchdog) Arm() {
+	if w.expired.Timeout > 0 {
+		w.timer = time.AfterFunc(w.expired.Timeout, func() { w.cancel(w.expired) })
+	}
 }
 
 // Disarm lets the context live on without the deadline.

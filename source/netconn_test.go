@@ -108,3 +108,33 @@ func TestSilence(t *testing.T) {
 		t.Error("Silence without a limit asked or expired")
 	}
 }
+
+// TestUnarmed: the deadline of a round trip answered later starts at Arm,
+// not when the request went.
+func TestUnarmed(t *testing.T) {
+	b := Bound{Peer: "target", Setting: "--target-timeout", Timeout: 20 * time.Millisecond}
+	ctx, w := b.Unarmed(t.Context(), "a batch of statements")
+	time.Sleep(40 * time.Millisecond) // the caller's own work
+	if ctx.Err() != nil {
+		t.Fatal("the deadline ran before Arm")
+	}
+	w.Arm()
+	<-ctx.Done()
+	var te *TimeoutError
+	if err := w.Explain(ctx.Err()); !errors.As(err, &te) || te.Op != "a batch of statements" {
+		t.Fatalf("got %v, want a *TimeoutError", err)
+	}
+	w.Release()
+
+	// Answered in time: the error passes through and Release ends it.
+	ctx, w = b.Unarmed(t.Context(), "a batch of statements")
+	w.Arm()
+	boom := errors.New("boom")
+	if err := w.Explain(boom); err != boom {
+		t.Errorf("got %v, want boom", err)
+	}
+	w.Release()
+	if ctx.Err() == nil {
+		t.Error("Release did not end the context")
+	}
+}

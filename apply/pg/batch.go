@@ -1,6 +1,7 @@
 package pg
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -41,6 +42,48 @@ func (b *batch) reset() {
 	b.b = pgconn.Batch{}
 	b.info = b.info[:0]
 	b.bytes = 0
+}
+
+// ahead is a batch sent and not yet answered: the server works through a
+// window of net changes while the applier gathers the next one, instead
+// of each waiting for the other. Its results are read (await) before the
+// session is used for anything else, so an error still stops the group
+// before its commit, naming the statement's own table and transaction.
+type ahead struct {
+	mrr  *pgconn.MultiResultReader
+	info []apply.Origin
+	w    *source.Watchdog // bounds the wait for the results, from when it begins
+}
+
+// sendAhead sends the batch without waiting for its results; those of the
+// batch sent before are read first.
+func (t *Target) sendAhead(ctx context.Context) error {
+	if err := t.await(); err != nil {
+		return err
+	}
+	if t.batch.len() == 0 {
+		return nil
+	}
+	rctx, w := t.bound().Unarmed(ctx, "a batch of statements")
+	t.ahead = ahead{mrr: t.conn.PgConn().ExecBatch(rctx, &t.batch.b), info: t.batch.info, w: w}
+	t.batch.info = t.spare[:0]
+	t.spare = nil
+	t.batch.reset()
+	return nil
+}
+
+// await reads the results of the batch sent ahead, if one is.
+func (t *Target) await() error {
+	a := t.ahead
+	if a.mrr == nil {
+		return nil
+	}
+	t.ahead = ahead{}
+	a.w.Arm()
+	err := a.w.Explain(t.results(a.mrr, a.info))
+	a.w.Release()
+	t.spare = a.info[:0]
+	return err
 }
 
 // insertRun collects consecutive inserts into one table within one

@@ -99,6 +99,9 @@ func (t *Target) Flushed(ctx context.Context) (flushed, end source.LSN, err erro
 	if t.conn == nil {
 		return 0, 0, errors.New("target: not connected")
 	}
+	if err := t.await(); err != nil {
+		return 0, 0, err
+	}
 	err = t.bound().Do(ctx, "reading the WAL position", func(ctx context.Context) error {
 		res, err := t.conn.PgConn().Exec(ctx, walPositions).ReadAll()
 		if err != nil {

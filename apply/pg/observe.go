@@ -41,6 +41,9 @@ func (t *Target) Setting(ctx context.Context, name string) (string, error) {
 	if t.conn == nil {
 		return "", errors.New("target: not connected")
 	}
+	if err := t.await(); err != nil {
+		return "", err
+	}
 	var v string
 	if err := t.conn.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&v); err != nil {
 		return "", fmt.Errorf("target: read setting %s: %w", name, err)

@@ -20,6 +20,9 @@ var _ apply.SkipTarget = (*Target)(nil)
 // PendingSkip reads the pipeline's pending skip; none when decant.skipped
 // does not exist (a pipeline set up by an older decant).
 func (t *Target) PendingSkip(ctx context.Context) (checkpoint.Skip, bool, error) {
+	if err := t.await(); err != nil {
+		return checkpoint.Skip{}, false, err
+	}
 	var rows []checkpoint.Skip
 	err := t.bound().Do(ctx, "reading the pending skip", func(ctx context.Context) error {
 		var err error

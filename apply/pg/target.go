@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/decant/decant/apply"
 	"github.com/decant/decant/checkpoint"
@@ -75,6 +76,8 @@ type Target struct {
 	originSet bool   // the main session carries a replication origin of the pipeline (origin.go)
 	origin    string // the replication origin the session took
 	batch     batch
+	ahead     ahead          // a batch sent and not yet answered (batch.go)
+	spare     []apply.Origin // the statement list of the batch last answered, for reuse
 	run       insertRun
 	args      [][]byte // scratch parameter list, reused row after row
 
@@ -223,6 +226,7 @@ func (t *Target) connect(ctx context.Context) error {
 // transactions are rolled back by the server.
 func (t *Target) Close(ctx context.Context) {
 	t.closeStreams(ctx)
+	t.await() // what it would report is given up with the session; reading it leaves the session idle
 	if t.conn != nil {
 		t.gone = append(t.gone, int32(t.conn.PgConn().PID()))
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
@@ -285,10 +289,13 @@ func (t *Target) change(ctx context.Context, txn *source.Txn, c *source.Change, 
 		return t.resolvingChange(ctx, txn, p, c)
 	}
 	if gather && t.net.Add(p, p.Plan, txn, c) {
-		if t.net.Full() {
-			return t.sendNet(ctx)
+		if !t.net.Full() {
+			return nil
 		}
-		return nil
+		if err := t.sendNet(ctx); err != nil {
+			return err
+		}
+		return t.sendAhead(ctx)
 	}
 	// A table with triggers sees everything before its change; any other
 	// only its own earlier changes.
@@ -457,19 +464,25 @@ func (t *Target) endRun(ctx context.Context) error {
 
 // flush sends the batch in one round trip and checks every result.
 func (t *Target) flush(ctx context.Context) error {
+	if err := t.await(); err != nil {
+		return err
+	}
 	if t.batch.len() == 0 {
 		return nil
 	}
 	defer t.batch.reset()
-	return t.bound().Do(ctx, "a batch of statements", t.sendBatch)
+	return t.bound().Do(ctx, "a batch of statements", func(ctx context.Context) error {
+		return t.results(t.conn.PgConn().ExecBatch(ctx, &t.batch.b), t.batch.info)
+	})
 }
 
-func (t *Target) sendBatch(ctx context.Context) error {
-	mrr := t.conn.PgConn().ExecBatch(ctx, &t.batch.b)
+// results reads a batch's results, its statements described by stmts, and
+// returns the first failure: an error, or a row count other than expected.
+func (t *Target) results(mrr *pgconn.MultiResultReader, stmts []apply.Origin) error {
 	var failed error
 	i := 0 // results come in statement order; a failing one ends them
 	for ; mrr.NextResult(); i++ {
-		info := t.batch.info[i]
+		info := stmts[i]
 		var judged error
 		if info.Judges && failed == nil {
 			judged = t.judged(mrr.ResultReader())
@@ -494,9 +507,9 @@ func (t *Target) sendBatch(ctx context.Context) error {
 	}
 	if err := mrr.Close(); err != nil && failed == nil {
 		failed = describe(err)
-		if i < len(t.batch.info) {
-			failed = t.batch.info[i].Fail(failed)
-			if t.batch.info[i].Net {
+		if i < len(stmts) {
+			failed = stmts[i].Fail(failed)
+			if stmts[i].Net {
 				failed = t.replay.Fail(failed)
 			}
 		}
@@ -557,6 +570,7 @@ func (t *Target) Commit(ctx context.Context, cp checkpoint.Row) error {
 
 // Rollback abandons the open transaction and anything not yet sent.
 func (t *Target) Rollback(ctx context.Context) error {
+	t.await() // the transaction is abandoned whatever the batch sent ahead did
 	t.conflicts = apply.ConflictTally{}
 	t.batch.reset()
 	t.run.reset()
@@ -588,6 +602,9 @@ func (t *Target) Rollback(ctx context.Context) error {
 func (t *Target) prepare(ctx context.Context, sql string) (string, error) {
 	if name, ok := t.stmts[sql]; ok {
 		return name, nil
+	}
+	if err := t.await(); err != nil {
+		return "", err
 	}
 	name := fmt.Sprintf("decant_%d", len(t.stmts)+1)
 	if err := t.bound().Do(ctx, "PREPARE", func(ctx context.Context) error {
@@ -743,6 +760,9 @@ var ErrNoTable = errors.New("target table does not exist")
 func (t *Target) table(ctx context.Context, name source.TableName) (*mapping.TargetTable, error) {
 	if tt, ok := t.tables[name]; ok {
 		return tt, nil
+	}
+	if err := t.await(); err != nil {
+		return nil, err
 	}
 	var tt *mapping.TargetTable
 	err := t.bound().Do(ctx, "reading the target catalog", func(ctx context.Context) error {

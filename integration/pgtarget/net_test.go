@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -313,4 +314,123 @@ func TestNetStatements(t *testing.T) {
 			t.Errorf("replay error %q lacks %q", err, want)
 		}
 	}
+}
+
+// TestNetWindowSent: a window that fills in the middle of a group goes to
+// the server at once, so the server works through it while the writer
+// gathers the next one; its results are read before the session is used
+// for anything else. A window that fails is reported by the next call
+// that needs the session, naming the window's own transaction, and
+// nothing of the group commits.
+func TestNetWindowSent(t *testing.T) {
+	srv := harness.PostgresT(t, harness.PostgresOptions{})
+	f := newRecFixture(t, srv)
+	ctx := f.ctx
+	if _, err := f.db.Exec(ctx, `INSERT INTO t SELECT g, 'old' FROM generate_series(1, $1::int) g`, 2*apply.NetRows); err != nil {
+		t.Fatal(err)
+	}
+	updates := func(from, n int, v string) []source.Change {
+		ch := make([]source.Change, n)
+		for i := range ch {
+			ch[i] = recUpdate(recT, nil, recText(fmt.Sprint(from+i), v))
+		}
+		return ch
+	}
+	group := func(xid uint64, commit source.LSN, v string) error {
+		sent := recCountPrefix(f.rec.trace(), "Bind decant_") // the window's UPDATE is the only prepared statement
+		if err := f.target.Apply(ctx, &source.Txn{Xid: xid, Commit: commit}, updates(1, apply.NetRows, v)); err != nil {
+			return err
+		}
+		// The full window is on its way before the group's next change.
+		recWaitPrefix(t, f.rec, "Bind decant_", sent+1)
+		if err := f.target.Apply(ctx, &source.Txn{Xid: xid + 1, Commit: commit + 10}, updates(apply.NetRows+1, 5, v)); err != nil {
+			return err
+		}
+		return f.target.Commit(ctx, checkpoint.Row{Pipeline: "p", SystemID: "1", Commit: commit + 10, End: commit + 20, Xid: xid + 1})
+	}
+	if err := group(40, 700, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	f.wantRows(t, `SELECT v, count(*) FROM t GROUP BY v ORDER BY v`, "old|9995", "w1|10005")
+
+	// Behind decant's back, row 5 goes: the first window's UPDATE finds
+	// one row too few.
+	if _, err := f.db.Exec(ctx, `DELETE FROM t WHERE id = 5`); err != nil {
+		t.Fatal(err)
+	}
+	err := group(50, 800, "w2")
+	var replay *apply.ReplayError
+	if !errors.As(err, &replay) {
+		t.Fatalf("group over a missing row: %v, want a ReplayError", err)
+	}
+	for _, want := range []string{"xid 50 ", "public.t", "no target row matches"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if err := f.target.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.wantRows(t, `SELECT v, count(*) FROM t GROUP BY v ORDER BY v`, "old|9995", "w1|10004")
+	if got := f.checkpointRow(t); !strings.HasPrefix(got, "0/2C6|0/2D0|41|") {
+		t.Errorf("checkpoint %s, want the first group's", got)
+	}
+}
+
+// recWaitPrefix waits until the trace holds n entries that start with
+// prefix.
+func recWaitPrefix(t *testing.T, rec *recorder, prefix string, n int) {
+	t.Helper()
+	timeout := time.NewTimer(5 * time.Second)
+	defer timeout.Stop()
+	for {
+		_, next := rec.count("")
+		got := recCountPrefix(rec.trace(), prefix)
+		if got >= n {
+			return
+		}
+		select {
+		case <-next:
+		case <-timeout.C:
+			t.Errorf("%d entries start with %q, want %d:\n%s", got, prefix, n, recShow(rec.trace()))
+			return
+		}
+	}
+}
+
+// BenchmarkNetUpdates is the writer alone, with no source to share the
+// machine with: groups of 100 source transactions of 1,000 updates of
+// distinct rows, gathered into windows of apply.NetRows.
+//
+//	go test -run '^$' -bench NetUpdates -benchtime 300000x ./integration/pgtarget
+func BenchmarkNetUpdates(b *testing.B) {
+	srv := harness.PostgresT(b, harness.PostgresOptions{})
+	f := newRecFixture(b, srv)
+	ctx := f.ctx
+	const rows, txnRows, groupTxns = 300000, 1000, 100
+	if _, err := f.db.Exec(ctx, `INSERT INTO t SELECT g, 'old' FROM generate_series(1, $1::int) g`, rows); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := f.db.Exec(ctx, `CHECKPOINT`); err != nil {
+		b.Fatal(err)
+	}
+	xid := uint64(1000)
+	ch := make([]source.Change, 0, txnRows)
+	b.ResetTimer()
+	for n := 0; n < b.N; {
+		for txn := 0; txn < groupTxns && n < b.N; txn++ {
+			ch = ch[:0]
+			for i := 0; i < txnRows && n < b.N; i, n = i+1, n+1 {
+				ch = append(ch, recUpdate(recT, nil, recText(fmt.Sprint(n%rows+1), fmt.Sprintf("v%d", n))))
+			}
+			xid++
+			if err := f.target.Apply(ctx, &source.Txn{Xid: xid, Commit: source.LSN(xid * 10)}, ch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := f.target.Commit(ctx, checkpoint.Row{Pipeline: "p", SystemID: "1", Commit: source.LSN(xid * 10), End: source.LSN(xid*10 + 5), Xid: xid}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }

@@ -144,7 +144,7 @@ func recEntry(msg pgproto3.FrontendMessage) string {
 // server, recording what the client sends. Server replies pass unchanged.
 // A client's message is recorded before it is forwarded, so once the client
 // has the server's answer, the trace holds everything it sent for it.
-func startRecProxy(t *testing.T, server string) (*recorder, int) {
+func startRecProxy(t testing.TB, server string) (*recorder, int) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -270,7 +270,7 @@ var (
 		}}
 )
 
-func newRecFixture(t *testing.T, srv *harness.Postgres) *recFixture {
+func newRecFixture(t testing.TB, srv *harness.Postgres) *recFixture {
 	t.Helper()
 	return newRecFixtureWith(t, srv, pg.Config{})
 }
@@ -282,7 +282,7 @@ func newPlainRecFixture(t *testing.T, srv *harness.Postgres) *recFixture {
 	return newRecFixtureWith(t, srv, pg.Config{Plain: true})
 }
 
-func newRecFixtureWith(t *testing.T, srv *harness.Postgres, cfg pg.Config) *recFixture {
+func newRecFixtureWith(t testing.TB, srv *harness.Postgres, cfg pg.Config) *recFixture {
 	t.Helper()
 	ctx := t.Context()
 	name := "rec_" + strings.ToLower(strings.NewReplacer("/", "_", "-", "_").Replace(t.Name()))
