@@ -144,6 +144,11 @@ func (p *pair) decant(args ...string) (stdout, stderr string, code int) {
 	ctx, cancel := context.WithTimeout(p.t.Context(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, decantBin, p.args(args...)...)
+	// A run that hangs is ended with SIGQUIT: the Go runtime prints every
+	// goroutine's stack to stderr, which the failing test shows, so that
+	// a hang seen once says where it was.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
+	cmd.WaitDelay = 10 * time.Second
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
