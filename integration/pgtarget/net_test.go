@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -381,21 +380,10 @@ func TestNetWindowSent(t *testing.T) {
 // prefix.
 func recWaitPrefix(t *testing.T, rec *recorder, prefix string, n int) {
 	t.Helper()
-	timeout := time.NewTimer(5 * time.Second)
-	defer timeout.Stop()
-	for {
-		_, next := rec.count("")
-		got := recCountPrefix(rec.trace(), prefix)
-		if got >= n {
-			return
-		}
-		select {
-		case <-next:
-		case <-timeout.C:
-			t.Errorf("%d entries start with %q, want %d:\n%s", got, prefix, n, recShow(rec.trace()))
-			return
-		}
-	}
+	recWaitUntil(t, rec, func(tr []string) bool { return recCountPrefix(tr, prefix) >= n },
+		func(tr []string) string {
+			return fmt.Sprintf("%d entries start with %q, want %d", recCountPrefix(tr, prefix), prefix, n)
+		})
 }
 
 // BenchmarkNetUpdates is the writer alone, with no source to share the

@@ -81,19 +81,30 @@ func (r *recorder) count(entry string) (int, <-chan struct{}) {
 
 // recWaitCount waits until the trace holds entry n times: a client's
 // Terminate reaches the proxy after the client has moved on.
-func recWaitCount(t *testing.T, rec *recorder, entry string, n int) {
+func recWaitCount(t testing.TB, rec *recorder, entry string, n int) {
+	t.Helper()
+	recWaitUntil(t, rec, func(tr []string) bool { return recCount(tr, entry) == n },
+		func(tr []string) string {
+			return fmt.Sprintf("%q sent %d times, want %d", entry, recCount(tr, entry), n)
+		})
+}
+
+// recWaitUntil waits until ok holds for the trace; after 5 s the test
+// fails with what fail says of it, and the trace.
+func recWaitUntil(t testing.TB, rec *recorder, ok func(trace []string) bool, fail func(trace []string) string) {
 	t.Helper()
 	timeout := time.NewTimer(5 * time.Second)
 	defer timeout.Stop()
 	for {
-		got, next := rec.count(entry)
-		if got == n {
+		_, next := rec.count("") // closed by the next entry
+		if ok(rec.trace()) {
 			return
 		}
 		select {
 		case <-next:
 		case <-timeout.C:
-			t.Errorf("%q sent %d times, want %d:\n%s", entry, got, n, recShow(rec.trace()))
+			tr := rec.trace()
+			t.Errorf("%s:\n%s", fail(tr), recShow(tr))
 			return
 		}
 	}
