@@ -49,6 +49,8 @@ func (b *batch) reset() {
 // of each waiting for the other. Its results are read (await) before the
 // session is used for anything else, so an error still stops the group
 // before its commit, naming the statement's own table and transaction.
+// A batch is sent ahead only inside an open transaction, so whatever
+// needs the session idle (Open, RecordStop) never finds one.
 type ahead struct {
 	mrr  *pgconn.MultiResultReader
 	info []apply.Origin
@@ -66,8 +68,7 @@ func (t *Target) sendAhead(ctx context.Context) error {
 	}
 	rctx, w := t.bound().Unarmed(ctx, "a batch of statements")
 	t.ahead = ahead{mrr: t.conn.PgConn().ExecBatch(rctx, &t.batch.b), info: t.batch.info, w: w}
-	t.batch.info = t.spare[:0]
-	t.spare = nil
+	t.batch.info = nil // the batch sent ahead keeps its list
 	t.batch.reset()
 	return nil
 }
@@ -82,7 +83,6 @@ func (t *Target) await() error {
 	a.w.Arm()
 	err := a.w.Explain(t.results(a.mrr, a.info))
 	a.w.Release()
-	t.spare = a.info[:0]
 	return err
 }
 

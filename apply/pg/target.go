@@ -76,8 +76,7 @@ type Target struct {
 	originSet bool   // the main session carries a replication origin of the pipeline (origin.go)
 	origin    string // the replication origin the session took
 	batch     batch
-	ahead     ahead          // a batch sent and not yet answered (batch.go)
-	spare     []apply.Origin // the statement list of the batch last answered, for reuse
+	ahead     ahead // a batch sent and not yet answered (batch.go)
 	run       insertRun
 	args      [][]byte // scratch parameter list, reused row after row
 
