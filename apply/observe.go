@@ -47,6 +47,9 @@ type Observer interface {
 	// ResyncFinished: OnSlotLost returned err (nil: the target is
 	// repaired and streaming goes on) after took.
 	ResyncFinished(err error, took time.Duration)
+	// DDLRejected: a schema change from the stream was refused and left
+	// out (ddlscreen.go); the stream goes on.
+	DDLRejected(RejectedDDL)
 	// Beat: the apply loop is turning (at least every BeatInterval while
 	// a session streams, except while a target round trip lasts).
 	Beat(now time.Time)
@@ -201,6 +204,12 @@ func (list Observers) ResyncFinished(err error, took time.Duration) {
 	}
 }
 
+func (list Observers) DDLRejected(r RejectedDDL) {
+	for _, o := range list {
+		o.DDLRejected(r)
+	}
+}
+
 func (list Observers) Beat(now time.Time) {
 	for _, o := range list {
 		o.Beat(now)
@@ -230,6 +239,7 @@ func (NopObserver) SlotChecked(source.SlotState, error)       {}
 func (NopObserver) ResyncStarted(error)                       {}
 func (NopObserver) ResyncFinished(error, time.Duration)       {}
 func (NopObserver) Beat(time.Time)                            {}
+func (NopObserver) DDLRejected(RejectedDDL)                   {}
 
 // observer is the Observer cfg asks for: its Observer and OnSlotCheck
 // together, or one that hears nothing.

@@ -82,6 +82,7 @@ func (o *recordingObserver) ResyncFinished(err error, _ time.Duration) {
 }
 
 func (o *recordingObserver) Beat(time.Time) {}
+func (o *recordingObserver) DDLRejected(RejectedDDL) {}
 
 // ops builds a committed transaction with the given operations.
 func ops(xid uint64, commit source.LSN, kinds ...source.Op) []source.Chunk {

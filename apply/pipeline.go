@@ -776,7 +776,7 @@ func (p *Pipeline) applyChunk(ctx context.Context, g *group, stored *checkpoint.
 	if g.txn != c.Txn {
 		g.txn, g.seq = c.Txn, 0
 	}
-	changes := c.Changes
+	changes := p.screenDDL(c.Txn, c.Changes, *stored)
 	if skip := stored.Skip(c.Txn) - g.seq; skip > 0 {
 		n := min(skip, len(changes))
 		changes, g.seq = changes[n:], g.seq+n

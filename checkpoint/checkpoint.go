@@ -51,6 +51,12 @@ type Row struct {
 	// timeline now it tells a dropped slot from a failover to a server
 	// without it. A write with 0 keeps the stored one.
 	Timeline uint32
+	// DDL records that the pipeline was initialised with --ddl: only then
+	// does it apply schema changes from the stream. It is set by init
+	// (Ensure) and kept by every write after; a checkpoint table made
+	// before it existed takes it from whether the pipeline has table
+	// definitions recorded, which only init --ddl writes.
+	DDL bool
 }
 
 // Resume is the position streaming restarts from: End, or Hold when a
@@ -119,7 +125,8 @@ CREATE TABLE IF NOT EXISTS decant.checkpoint (
 	partial_commit_lsn pg_lsn,
 	partial_seq  integer NOT NULL DEFAULT 0,
 	hold_lsn     pg_lsn,
-	timeline     bigint
+	timeline     bigint,
+	ddl          boolean
 );
 ` + pgUpgrade
 
@@ -127,6 +134,12 @@ CREATE TABLE IF NOT EXISTS decant.checkpoint (
 // checkpoint table made by an older decant, and records the version.
 var pgUpgrade = `ALTER TABLE decant.checkpoint ADD COLUMN IF NOT EXISTS hold_lsn pg_lsn;
 ALTER TABLE decant.checkpoint ADD COLUMN IF NOT EXISTS timeline bigint;
+ALTER TABLE decant.checkpoint ADD COLUMN IF NOT EXISTS ddl boolean;
+DO $decant$ BEGIN
+	IF to_regclass('decant.schema') IS NOT NULL THEN
+		UPDATE decant.checkpoint c SET ddl = EXISTS (SELECT 1 FROM decant.schema s WHERE s.pipeline = c.pipeline) WHERE c.ddl IS NULL;
+	END IF;
+END $decant$;
 ` + pgSetVersion
 
 // PGAdvance moves the checkpoint forward inside the applying transaction.
@@ -185,11 +198,16 @@ func PGEnsure(ctx context.Context, conn *pgx.Conn, row Row) (Row, bool, error) {
 		v := int64(row.CSN)
 		csn = &v
 	}
-	tag, err := conn.Exec(ctx, `INSERT INTO decant.checkpoint (pipeline, system_id, commit_lsn, end_lsn, commit_csn)
-		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (pipeline) DO NOTHING`,
-		row.Pipeline, row.SystemID, row.Commit.String(), row.End.String(), csn)
+	tag, err := conn.Exec(ctx, `INSERT INTO decant.checkpoint (pipeline, system_id, commit_lsn, end_lsn, commit_csn, ddl)
+		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (pipeline) DO NOTHING`,
+		row.Pipeline, row.SystemID, row.Commit.String(), row.End.String(), csn, row.DDL)
 	if err != nil {
 		return Row{}, false, fmt.Errorf("insert checkpoint of pipeline %s: %w", row.Pipeline, err)
+	}
+	if row.DDL { // init --ddl on a pipeline made without: from now on it applies schema changes
+		if _, err := conn.Exec(ctx, `UPDATE decant.checkpoint SET ddl = true WHERE pipeline = $1 AND ddl IS NOT true`, row.Pipeline); err != nil {
+			return Row{}, false, fmt.Errorf("record DDL capture in the checkpoint of pipeline %s: %w", row.Pipeline, err)
+		}
 	}
 	stored, err := PGRead(ctx, conn, row.Pipeline)
 	if err != nil {
@@ -225,9 +243,10 @@ func pgRead(ctx context.Context, conn *pgx.Conn, pipeline string) (Row, error) {
 	var commitTime *time.Time
 	var hold *string
 	var timeline *int64
-	err := conn.QueryRow(ctx, `SELECT pipeline, system_id, commit_lsn::text, end_lsn::text, xid, commit_csn, commit_time, applied_time, hold_lsn::text, timeline
+	err := conn.QueryRow(ctx, `SELECT pipeline, system_id, commit_lsn::text, end_lsn::text, xid, commit_csn, commit_time, applied_time, hold_lsn::text, timeline,
+			coalesce(ddl, false)
 		FROM decant.checkpoint WHERE pipeline = $1`, pipeline).
-		Scan(&r.Pipeline, &r.SystemID, &r.Commit, &r.End, &xid, &csn, &commitTime, &r.AppliedTime, &hold, &timeline)
+		Scan(&r.Pipeline, &r.SystemID, &r.Commit, &r.End, &xid, &csn, &commitTime, &r.AppliedTime, &hold, &timeline, &r.DDL)
 	// PostgreSQL targets apply DDL inside the transaction and never write a
 	// partial position.
 	if errors.Is(err, pgx.ErrNoRows) || isMissingPG(err) {

@@ -30,15 +30,19 @@ var MySQLCreate = `CREATE TABLE IF NOT EXISTS decant_checkpoint (
 	partial_commit_lsn BIGINT UNSIGNED NOT NULL DEFAULT 0,
 	partial_seq  INT NOT NULL DEFAULT 0,
 	hold_lsn     BIGINT UNSIGNED NOT NULL DEFAULT 0,
-	timeline     INT UNSIGNED NOT NULL DEFAULT 0
+	timeline     INT UNSIGNED NOT NULL DEFAULT 0,
+	ddl          TINYINT(1) NOT NULL DEFAULT 0
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COMMENT='` + versionComment + strconv.Itoa(SchemaVersion) + `'`
 
 // mysqlAdded are the columns added to decant_checkpoint since its first
 // version, each with the statement that adds it to a table made before it
-// existed (MySQL 8 has no ADD COLUMN IF NOT EXISTS).
-var mysqlAdded = []struct{ column, add string }{
-	{"hold_lsn", `ALTER TABLE decant_checkpoint ADD COLUMN hold_lsn BIGINT UNSIGNED NOT NULL DEFAULT 0`},
-	{"timeline", `ALTER TABLE decant_checkpoint ADD COLUMN timeline INT UNSIGNED NOT NULL DEFAULT 0`},
+// existed (MySQL 8 has no ADD COLUMN IF NOT EXISTS), and the one that
+// fills it in (then) where its default would be wrong.
+var mysqlAdded = []struct{ column, add, then string }{
+	{"hold_lsn", `ALTER TABLE decant_checkpoint ADD COLUMN hold_lsn BIGINT UNSIGNED NOT NULL DEFAULT 0`, ""},
+	{"timeline", `ALTER TABLE decant_checkpoint ADD COLUMN timeline INT UNSIGNED NOT NULL DEFAULT 0`, ""},
+	{"ddl", `ALTER TABLE decant_checkpoint ADD COLUMN ddl TINYINT(1) NOT NULL DEFAULT 0`,
+		`UPDATE decant_checkpoint c SET ddl = 1 WHERE EXISTS (SELECT 1 FROM decant_schema s WHERE s.pipeline = c.pipeline)`},
 }
 
 // MySQLAdvance moves the checkpoint forward inside the applying
@@ -88,12 +92,17 @@ func MySQLEnsure(ctx context.Context, db Querier, row Row) (Row, bool, error) {
 	if row.CSN != 0 {
 		csn = row.CSN
 	}
-	res, err := db.ExecContext(ctx, `INSERT IGNORE INTO decant_checkpoint (pipeline, system_id, commit_lsn, end_lsn, commit_csn, applied_time)
-		VALUES (?, ?, ?, ?, ?, UTC_TIMESTAMP(6))`, row.Pipeline, row.SystemID, uint64(row.Commit), uint64(row.End), csn)
+	res, err := db.ExecContext(ctx, `INSERT IGNORE INTO decant_checkpoint (pipeline, system_id, commit_lsn, end_lsn, commit_csn, applied_time, ddl)
+		VALUES (?, ?, ?, ?, ?, UTC_TIMESTAMP(6), ?)`, row.Pipeline, row.SystemID, uint64(row.Commit), uint64(row.End), csn, row.DDL)
 	if err != nil {
 		return Row{}, false, fmt.Errorf("insert checkpoint of pipeline %s: %w", row.Pipeline, err)
 	}
 	n, _ := res.RowsAffected()
+	if row.DDL { // as in PGEnsure
+		if _, err := db.ExecContext(ctx, `UPDATE decant_checkpoint SET ddl = 1 WHERE pipeline = ?`, row.Pipeline); err != nil {
+			return Row{}, false, fmt.Errorf("record DDL capture in the checkpoint of pipeline %s: %w", row.Pipeline, err)
+		}
+	}
 	stored, err := MySQLRead(ctx, db, row.Pipeline)
 	if err != nil {
 		return Row{}, false, err
@@ -118,6 +127,13 @@ func mysqlUpgrade(ctx context.Context, db Querier) error {
 		}
 		if _, err := db.ExecContext(ctx, c.add); err != nil {
 			return fmt.Errorf("add %s to decant_checkpoint: %w", c.column, err)
+		}
+		if c.then == "" {
+			continue
+		}
+		var myErr *mysql.MySQLError
+		if _, err := db.ExecContext(ctx, c.then); err != nil && !(errors.As(err, &myErr) && myErr.Number == 1146) { // 1146: no decant_schema, so nothing to fill in
+			return fmt.Errorf("fill in %s of decant_checkpoint: %w", c.column, err)
 		}
 	}
 	if _, err := db.ExecContext(ctx, mysqlSetVersion); err != nil {
@@ -155,9 +171,9 @@ func mysqlRead(ctx context.Context, db Querier, pipeline string) (Row, error) {
 	var timeline uint32
 	err := db.QueryRowContext(ctx, `SELECT pipeline, system_id, commit_lsn, end_lsn, xid, commit_csn,
 			DATE_FORMAT(commit_time, '%Y-%m-%d %H:%i:%s.%f'), DATE_FORMAT(applied_time, '%Y-%m-%d %H:%i:%s.%f'),
-			partial_commit_lsn, partial_seq, hold_lsn, timeline
+			partial_commit_lsn, partial_seq, hold_lsn, timeline, ddl
 		FROM decant_checkpoint WHERE pipeline = ?`, pipeline).
-		Scan(&r.Pipeline, &r.SystemID, &commit, &end, &xid, &csn, &commitTime, &applied, &partial, &r.PartialSeq, &hold, &timeline)
+		Scan(&r.Pipeline, &r.SystemID, &commit, &end, &xid, &csn, &commitTime, &applied, &partial, &r.PartialSeq, &hold, &timeline, &r.DDL)
 	var myErr *mysql.MySQLError
 	if errors.Is(err, sql.ErrNoRows) || (errors.As(err, &myErr) && myErr.Number == 1146) {
 		return Row{}, fmt.Errorf("%w for pipeline %s on the target; run decant init first", ErrNotFound, pipeline)

@@ -12,14 +12,14 @@ import (
 )
 
 // SchemaVersion is the version of the checkpoint table this decant
-// writes: 1 was the first, 2 added hold_lsn, 3 timeline. It is kept as
-// the table's comment, "decant checkpoint schema 3". A table without one
+// writes: 1 was the first, 2 added hold_lsn, 3 timeline, 4 ddl. It is kept as
+// the table's comment, "decant checkpoint schema 4". A table without one
 // was made before versions were recorded (1 to 3): like any older
 // version it is upgraded in place, by adding what it lacks and setting
 // the comment, at init or at the first read of a run or status. A table
 // of a newer version than this decant knows is refused, since this
 // decant would not write what the newer one relies on.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 const versionComment = "decant checkpoint schema "
 

@@ -42,10 +42,15 @@ const (
 	// CutoverSafe and CutoverUnsafe: cutover's verdict.
 	CutoverSafe   Kind = "cutover_safe"
 	CutoverUnsafe Kind = "cutover_unsafe"
+	// DDLRejected: a schema change in the stream was refused and not
+	// applied (not written by decant's capture, or the pipeline was
+	// initialised without --ddl); streaming goes on. LSN and Xid name
+	// the transaction; nothing of the event's content is sent.
+	DDLRejected Kind = "ddl_rejected"
 )
 
 // Kinds is every kind, for documentation and tests.
-var Kinds = []Kind{PipelineStopped, Recovered, LagHigh, LagOK, SlotUnreserved, SlotLost, ResyncStarted, ResyncFinished, CopyFinished, CutoverSafe, CutoverUnsafe}
+var Kinds = []Kind{PipelineStopped, Recovered, LagHigh, LagOK, SlotUnreserved, SlotLost, ResyncStarted, ResyncFinished, CopyFinished, CutoverSafe, CutoverUnsafe, DDLRejected}
 
 // Event is one notification, POSTed as this JSON object. Send fills ID,
 // Seq, Time and Pipeline; the rest is the caller's.

@@ -79,6 +79,12 @@ func (n *Notifier) ResyncFinished(err error, took time.Duration) {
 	n.Send(Event{Kind: ResyncFinished, Message: fmt.Sprintf("resync done in %s: the target equals the source as of the new slot, and streaming goes on from it", took.Round(time.Second))})
 }
 
+// DDLRejected reports a schema change the pipeline refused: the
+// transaction's commit and xid, and why (never the event's content).
+func (n *Notifier) DDLRejected(commit string, xid uint64, reason string) {
+	n.Send(Event{Kind: DDLRejected, LSN: commit, Xid: xid, Message: "schema change from the stream not applied; streaming goes on: " + reason})
+}
+
 // CopyFinished reports that the initial copy of tables tables ended
 // after took; streaming starts next.
 func (n *Notifier) CopyFinished(tables int, took time.Duration) {

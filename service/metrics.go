@@ -40,7 +40,7 @@ type collector struct {
 	lagBytes, lagSeconds, lastCommit       *prometheus.Desc
 	applied, flushed                       *prometheus.Desc
 	txns, changes, bytes, commits          *prometheus.Desc
-	conflicts                              *prometheus.Desc
+	conflicts, ddlRejected                 *prometheus.Desc
 	spillBytes, spillFiles                 *prometheus.Desc
 	walStatus, retained, slotCheck         *prometheus.Desc
 	copyRows, copyRowsEstimated, copyBytes *prometheus.Desc
@@ -66,6 +66,7 @@ func newCollector(s *State) *collector {
 		txns:              d("transactions_applied_total", "Source transactions committed on the target."),
 		changes:           d("changes_applied_total", "Row changes and schema changes applied, by operation.", "op"),
 		conflicts:         d("conflicts_total", "Conflicts a --on-conflict policy resolved (each logged in the target's conflict table), by kind and policy.", "kind", "policy"),
+		ddlRejected:       d("ddl_rejected_total", "Schema changes from the stream refused and not applied (not written by decant's own capture, or on a pipeline initialised without --ddl); the stream goes on."),
 		bytes:             d("bytes_applied_total", "Decoded change bytes applied."),
 		commits:           d("target_commits_total", "Target commits (each with the checkpoint row)."),
 		spillBytes:        d("spill_bytes", "Bytes in spill files in use."),
@@ -114,6 +115,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.applied, float64(v.Applied))
 	gauge(c.flushed, float64(v.Flushed))
 	counter(c.txns, float64(v.Txns))
+	counter(c.ddlRejected, float64(s.ddlRejected.Load()))
 	for _, op := range opNames {
 		counter(c.changes, float64(s.changes[op].Load()), op.String())
 	}

@@ -42,6 +42,7 @@ type State struct {
 	lastBeat, slotCheckTime atomic.Int64
 	txns, bytes, commits    atomic.Int64
 	changes                 [source.OpDDL + 1]atomic.Int64
+	ddlRejected             atomic.Int64
 	conflicts               [len(apply.ConflictTally{})][len(apply.ConflictTally{}[0])]atomic.Int64 // by apply.ConflictKind, apply.ConflictPolicy
 	commitSeconds, batch    prometheus.Histogram                                                    // Observe is lock-free
 
@@ -209,6 +210,9 @@ func (s *State) ResyncFinished(err error, _ time.Duration) {
 		s.resyncs[1].Add(1)
 	}
 }
+
+// DDLRejected counts a refused schema change.
+func (s *State) DDLRejected(apply.RejectedDDL) { s.ddlRejected.Add(1) }
 
 // Beat: the apply loop turns.
 func (s *State) Beat(now time.Time) { s.lastBeat.Store(now.UnixNano()) }

@@ -24,6 +24,12 @@ type DDL struct {
 	// (a GaussDB statement decant cannot interpret); targets then follow
 	// --on-unsupported-ddl. Empty for a described change.
 	Unsupported string
+	// Untrusted, when set, says why decant cannot prove that its own
+	// capture on the source wrote this event (PostgreSQL sources: anything
+	// but a row of the pipeline's DDL queue table). Such an event carries
+	// nothing else and is never applied: the pipeline logs and counts it
+	// and goes on.
+	Untrusted string
 }
 
 // DroppedTable is a table a DDL command dropped.

@@ -61,7 +61,7 @@ func InitGauss(ctx context.Context, cfg Config, o InitOptions) (InitResult, erro
 		return InitResult{}, err
 	}
 	row, rowCreated, err := tgt.EnsureCheckpoint(ctx, checkpoint.Row{
-		Pipeline: cfg.Pipeline, SystemID: slot.SystemID, Commit: slot.Confirmed, End: slot.Confirmed, CSN: slot.ConfirmedCSN,
+		Pipeline: cfg.Pipeline, SystemID: slot.SystemID, Commit: slot.Confirmed, End: slot.Confirmed, CSN: slot.ConfirmedCSN, DDL: o.DDL,
 	})
 	if err != nil {
 		return InitResult{}, err

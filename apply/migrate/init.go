@@ -127,7 +127,7 @@ func (e *env) init(ctx context.Context, o InitOptions) (InitResult, error) {
 	} else if start, slotCreated, err = src.EnsureSlot(ctx); err != nil {
 		return InitResult{}, err
 	}
-	row, rowCreated, err := tgt.EnsureCheckpoint(ctx, checkpoint.Row{Pipeline: e.cfg.Pipeline, SystemID: p.systemID, Commit: start, End: start})
+	row, rowCreated, err := tgt.EnsureCheckpoint(ctx, checkpoint.Row{Pipeline: e.cfg.Pipeline, SystemID: p.systemID, Commit: start, End: start, DDL: o.DDL})
 	if err != nil {
 		return InitResult{}, err
 	}

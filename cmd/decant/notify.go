@@ -225,6 +225,10 @@ func (e *pipelineEvents) ResyncStarted(lost error) {
 	e.n.ResyncStarted(strings.ReplaceAll(lost.Error(), "\n", " "))
 }
 
+func (e *pipelineEvents) DDLRejected(r apply.RejectedDDL) {
+	e.n.DDLRejected(r.Commit.String(), r.Xid, r.Reason)
+}
+
 func (e *pipelineEvents) ResyncFinished(err error, took time.Duration) {
 	e.n.ResyncFinished(err, took)
 }

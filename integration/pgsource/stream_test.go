@@ -252,12 +252,9 @@ func checkServerEvents(t *testing.T, events []pgoutput.Event, trace []string) {
 	// pgoutput labels a streamed logical decoding message with the
 	// top-level xid (pgoutput_message takes the callback's transaction,
 	// not the change's), though it was emitted in subtransaction kept.
-	// What the unit tests of ParseDDLMessage pin the message to.
-	itemsDDL, err := pgoutput.ParseDDLMessage([]byte(itemsMessage))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ddls) != 1 || ddls[0].Xid != big || ddls[0].Change.Sub != big || !reflect.DeepEqual(ddls[0].Change.DDL, itemsDDL) {
+	// Any role may emit it, so it is delivered as an untrusted schema
+	// change, with nothing of its content.
+	if len(ddls) != 1 || ddls[0].Xid != big || ddls[0].Change.Sub != big || ddls[0].Change.DDL.Untrusted == "" || ddls[0].Change.DDL.Tag != "" {
 		t.Errorf("DDL changes in streams: %+v", ddls)
 	}
 	t.Logf("%d blocks; %d of the 1000 rolled-back rows were streamed before the rollback", blocks, subs[big][gone])

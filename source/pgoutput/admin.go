@@ -212,7 +212,11 @@ func publicationTables(ctx context.Context, q querier, name string) (tables []so
 	if err != nil || !exists {
 		return nil, false, wrapErr("read publication "+name, err)
 	}
-	rows, err := q.Query(ctx, `SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = $1 ORDER BY 1, 2`, name)
+	// A DDL queue table (ddl.go) is decant's, not one the pipeline
+	// replicates: it is left out here, so nothing copies, verifies or
+	// removes it from the publication.
+	rows, err := q.Query(ctx, `SELECT schemaname, tablename FROM pg_publication_tables
+		WHERE pubname = $1 AND NOT (schemaname = 'decant' AND starts_with(tablename, $2)) ORDER BY 1, 2`, name, queuePrefix)
 	if err != nil {
 		return nil, false, fmt.Errorf("read publication %s: %w", name, err)
 	}

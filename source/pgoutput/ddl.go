@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/decant/decant/source"
 	"github.com/decant/decant/source/pgsession"
@@ -21,14 +23,25 @@ import (
 // all until it is added to the publication. decant therefore installs, on
 // the source, event triggers (ddl_command_end, sql_drop, and
 // ddl_command_start for DROP INDEX) whose function describes the tables a
-// command created, changed or dropped and emits the description with
-// pg_logical_emit_message as a transactional message with prefix
-// "decant.ddl". pgoutput delivers it (with the "messages" option) inside
-// the transaction, in order with its rows. The SQL is in ddlsql.go.
+// command created, changed or dropped and writes the description as a row
+// of the pipeline's queue table, decant.ddl_events_<pipeline> (QueueTable).
+// The table is in the pipeline's publication, so pgoutput delivers the
+// row inside the transaction, in order with its other rows. The SQL is in
+// ddlsql.go.
 //
-// The message content is a JSON object:
+// Why a table and not a logical decoding message: the stream is written
+// by every role that can connect to the source, and
+// pg_logical_emit_message is executable by PUBLIC, so a message proves
+// nothing about who wrote it. The queue table is owned by the superuser
+// who installed the capture and grants nothing to anyone; the capture
+// function is SECURITY DEFINER. A row of that table (checked by OID, owner
+// and privileges at each session's start: QueueOID) was written by the
+// capture or by a superuser. A "decant.ddl" message, which an older
+// capture wrote, is reported as untrusted and never applied.
 //
-//	{"pipeline": "orders", "tag": "ALTER TABLE", "statement": "...", "search_path": "\"$user\", public",
+// The row's event column is a JSON object:
+//
+//	{"pipeline": "orders", "tag": "ALTER TABLE", "statement": "...",
 //	 "tables": [{"oid": 16390, "schema": "app", "name": "items",
 //	             "columns": [{"attnum": 1, "name": "id", "type_oid": 23, "typmod": -1,
 //	                          "sql_type": "integer", "not_null": true, "default": "",
@@ -39,14 +52,20 @@ import (
 //	 "dropped": [{"oid": 16400, "schema": "app", "name": "old"}]}
 //
 // or, when the capture function failed, {"pipeline", "tag", "statement",
-// "search_path", "error"}.
-//
-// Logical decoding messages are not filtered by publication: every slot
-// of the database receives the messages of every pipeline's capture,
-// which "pipeline" tells apart.
+// "error"}.
 
-// DDLMessagePrefix is the prefix of decant's DDL messages.
+// DDLMessagePrefix is the prefix of the DDL messages an older capture
+// wrote; a message with it is never applied (see above).
 const DDLMessagePrefix = "decant.ddl"
+
+// QueueTable names, in schema decant, the table a pipeline's DDL capture
+// writes its descriptions into.
+func QueueTable(pipeline string) string { return queuePrefix + pipeline }
+
+const queuePrefix = "ddl_events_"
+
+// untrustedMessage is why a "decant.ddl" message is not applied.
+const untrustedMessage = "it is a logical decoding message, which any role on the source can write (pg_logical_emit_message is executable by PUBLIC); decant applies only the rows its capture writes into its queue table (re-run decant init --ddl if this pipeline's capture predates it)"
 
 // CaptureError is the capture function's report that it could not
 // describe a DDL command on the source. The command itself went through;
@@ -110,6 +129,9 @@ func InstallDDLCapture(ctx context.Context, conn *pgx.Conn, pipeline, publicatio
 		if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS decant; GRANT USAGE ON SCHEMA decant TO PUBLIC"); err != nil {
 			return err
 		}
+		if err := ensureQueue(ctx, tx, names, publication); err != nil {
+			return err
+		}
 		for _, sql := range functions {
 			if _, err := tx.Exec(ctx, sql); err != nil {
 				return fmt.Errorf("create functions: %w", err)
@@ -138,8 +160,87 @@ func InstallDDLCapture(ctx context.Context, conn *pgx.Conn, pipeline, publicatio
 	return nil
 }
 
-// RemoveDDLCapture drops a pipeline's event triggers and functions, those
-// that exist, and reports whether there was any. Schema decant stays.
+// ensureQueue creates the pipeline's queue table, owned by the installing
+// superuser with no privilege granted to anyone, and adds it to the
+// publication. A queue table that exists but that a role other than a
+// superuser may write is refused: rows written there would pass for the
+// capture's.
+func ensureQueue(ctx context.Context, tx pgx.Tx, names captureNames, publication string) error {
+	queue := names.queueIdent()
+	_, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+queue+` (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, event text NOT NULL);
+		REVOKE ALL ON `+queue+` FROM PUBLIC`)
+	if err != nil {
+		return fmt.Errorf("create queue table %s: %w", queue, err)
+	}
+	if _, err := queueOID(ctx, tx, names.pipeline); err != nil {
+		return err
+	}
+	var published bool
+	err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_publication_tables WHERE pubname = $1 AND schemaname = 'decant' AND tablename = $2)`,
+		publication, names.queue).Scan(&published)
+	if err != nil || published {
+		return err
+	}
+	if _, err := tx.Exec(ctx, "ALTER PUBLICATION "+pgsession.QuoteIdent(publication)+" ADD TABLE "+queue); err != nil {
+		return fmt.Errorf("add queue table %s to publication %s: %w", queue, publication, err)
+	}
+	return nil
+}
+
+// queueSQL finds the queue table named by the SQL text expression name,
+// and whether only superusers may write it: it is owned by one and grants
+// INSERT or UPDATE to no other role. (Roles an administrator made members
+// of pg_write_all_data may write every table, this one too: they are
+// trusted as superusers are.)
+func queueSQL(name string) string {
+	return `SELECT c.oid, (SELECT r.rolsuper FROM pg_roles r WHERE r.oid = c.relowner)
+		AND NOT EXISTS (SELECT 1 FROM aclexplode(c.relacl) a
+			WHERE a.grantee <> c.relowner AND a.privilege_type IN ('INSERT', 'UPDATE')
+				AND NOT coalesce((SELECT r.rolsuper FROM pg_roles r WHERE r.oid = a.grantee), false))
+	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+	WHERE n.nspname = 'decant' AND c.relname = ` + name + ` AND c.relkind = 'r'`
+}
+
+// QueueOID reads, on a replication connection, the OID of the pipeline's
+// queue table when only superusers may write it: the rows of that
+// relation are the capture's. It is 0 when there is no such table or
+// another role may write it (said in the error, which the reader logs).
+func QueueOID(ctx context.Context, conn *pgconn.PgConn, pipeline string) (uint32, error) {
+	var oid uint32
+	q := `SELECT coalesce((SELECT CASE WHEN q.safe THEN q.oid::text ELSE 'unsafe' END FROM (` + queueSQL(quoteLiteral(QueueTable(pipeline))) + `) q(oid, safe)), '0')`
+	err := queryOne(ctx, conn, q, func(v string) error {
+		if v == "unsafe" {
+			return setupf("DDL queue table decant.%s may be written by a role that is not a superuser, so its rows cannot be trusted as decant's DDL capture and no schema change will be applied: drop it and run decant init --ddl again as a superuser", QueueTable(pipeline))
+		}
+		n, err := strconv.ParseUint(v, 10, 32)
+		oid = uint32(n)
+		return err
+	})
+	return oid, err
+}
+
+// queueOID returns the OID of the pipeline's queue table, 0 when there is
+// none; a queue table that a role other than a superuser may write is an
+// ErrSetup.
+func queueOID(ctx context.Context, q querier, pipeline string) (uint32, error) {
+	var oid uint32
+	var safe bool
+	err := q.QueryRow(ctx, queueSQL("$1"), QueueTable(pipeline)).Scan(&oid, &safe)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read DDL queue table decant.%s: %w", QueueTable(pipeline), err)
+	}
+	if !safe {
+		return 0, setupf("DDL queue table decant.%s may be written by a role that is not a superuser, so its rows cannot be trusted as decant's DDL capture: drop it and run decant init --ddl again as a superuser", QueueTable(pipeline))
+	}
+	return oid, nil
+}
+
+// RemoveDDLCapture drops a pipeline's event triggers, functions and queue
+// table, those that exist, and reports whether there was any. Schema
+// decant stays.
 func RemoveDDLCapture(ctx context.Context, conn *pgx.Conn, pipeline string) (bool, error) {
 	names, err := newCaptureNames(pipeline)
 	if err != nil {
@@ -148,7 +249,8 @@ func RemoveDDLCapture(ctx context.Context, conn *pgx.Conn, pipeline string) (boo
 	var found bool
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_event_trigger WHERE evtname = ANY ($1))
-			OR EXISTS (SELECT 1 FROM unnest($2::text[]) f WHERE to_regprocedure(f) IS NOT NULL)`, names.triggers(), names.functions()).Scan(&found)
+			OR EXISTS (SELECT 1 FROM unnest($2::text[]) f WHERE to_regprocedure(f) IS NOT NULL)
+			OR to_regclass($3) IS NOT NULL`, names.triggers(), names.functions(), names.queueIdent()).Scan(&found)
 		if err != nil || !found {
 			return err
 		}
@@ -157,7 +259,7 @@ func RemoveDDLCapture(ctx context.Context, conn *pgx.Conn, pipeline string) (boo
 				return err
 			}
 		}
-		_, err = tx.Exec(ctx, "DROP FUNCTION IF EXISTS "+strings.Join(names.functions(), ", "))
+		_, err = tx.Exec(ctx, "DROP FUNCTION IF EXISTS "+strings.Join(names.functions(), ", ")+"; DROP TABLE IF EXISTS "+names.queueIdent())
 		return err
 	})
 	if err != nil {
@@ -303,6 +405,41 @@ func indexDefs(table source.TableName, list []indexJSON) ([]source.IndexDef, err
 	return out, nil
 }
 
+// queued turns a row change of a DDL queue table (schema decant, name
+// ddl_events_...) into what it means: an insert into this pipeline's
+// queue, whose relation is the one QueueOID vouched for, is a schema
+// change; an insert into a queue of this pipeline's name that decant could
+// not verify is an untrusted one; anything else (the capture's own delete,
+// another pipeline's queue) is nothing.
+func (d *Decoder) queued(c source.Change, xid uint64) (Event, error) {
+	if c.Op != source.OpInsert || d.Pipeline == "" || c.Rel.Name != QueueTable(d.Pipeline) {
+		return Event{}, nil
+	}
+	if d.Queue == 0 || c.Rel.ID != d.Queue {
+		return untrusted("it is a row of a table named like the pipeline's DDL queue that decant could not verify at the session's start (owned by a superuser, writable by no one else)"), nil
+	}
+	i := slices.IndexFunc(c.Rel.Columns, func(col source.Column) bool { return col.Name == "event" })
+	if i < 0 || c.New[i].Kind == source.ValueNull || c.New[i].Kind == source.ValueUnchanged {
+		return Event{}, fmt.Errorf("%w: xid %d: a row of DDL queue table %s without its event column", ErrMalformed, xid, c.Rel.Table())
+	}
+	ddl, err := ParseDDLMessage(c.New[i].Data)
+	var capture *CaptureError
+	if errors.As(err, &capture) {
+		return Event{}, err
+	}
+	if err != nil {
+		return Event{}, fmt.Errorf("xid %d: %w", xid, err)
+	}
+	return Event{Kind: EventChange, Change: source.Change{Op: source.OpDDL, DDL: ddl}}, nil
+}
+
+// untrusted is the change a DDL event decant cannot prove its capture
+// wrote becomes: a schema change that the pipeline refuses to apply,
+// saying why, without stopping. Nothing of its content is kept.
+func untrusted(why string) Event {
+	return Event{Kind: EventChange, Change: source.Change{Op: source.OpDDL, DDL: &source.DDL{Untrusted: why}}}
+}
+
 // message decodes a logical decoding message. Only decant's own DDL
 // messages matter, and only transactional ones, which pgoutput sends
 // inside their transaction; anything else (other prefixes, other tools'
@@ -321,22 +458,15 @@ func (d *Decoder) message(m *pglogrepl.LogicalDecodingMessage, size int) (Event,
 	if d.txn == nil {
 		return Event{}, fmt.Errorf("%w: DDL message at %s outside a transaction", ErrMalformed, source.LSN(m.LSN))
 	}
-	if d.Pipeline != "" && messagePipeline(m.Content) != d.Pipeline {
-		return Event{}, nil // another pipeline's capture: messages are not filtered by publication
+	if p := messagePipeline(m.Content); d.Pipeline != "" && p != "" && p != d.Pipeline {
+		return Event{}, nil // another pipeline's: messages are not filtered by publication
 	}
-	ddl, err := ParseDDLMessage(m.Content)
-	var capture *CaptureError
-	if errors.As(err, &capture) {
-		return Event{}, err
-	}
-	if err != nil {
-		return Event{}, fmt.Errorf("xid %d: %w", d.txn.Xid, err)
-	}
-	return Event{Kind: EventChange, Change: source.Change{Op: source.OpDDL, DDL: ddl}}, nil
+	return untrusted(untrustedMessage), nil
 }
 
-// messagePipeline reads the pipeline a DDL message belongs to ("" when it
-// cannot tell; ParseDDLMessage then reports the malformed message).
+// messagePipeline reads the pipeline a DDL message claims to be for (""
+// when it cannot tell, which counts as this pipeline's: a message that
+// hides its pipeline is not ignored, but reported).
 func messagePipeline(content []byte) string {
 	var m struct {
 		Pipeline string `json:"pipeline"`

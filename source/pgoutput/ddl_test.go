@@ -142,10 +142,33 @@ func FuzzParseDDLMessage(f *testing.F) {
 	})
 }
 
-func TestDecodeDDLMessage(t *testing.T) {
-	t.Run("becomes a change", func(t *testing.T) {
-		d := inTxn(t)
-		data := logicalMsg(true, 0x100, DDLMessagePrefix, itemsMessage)
+// The pipeline the queue tests decode for, and its queue table.
+const (
+	queuePipeline = "orders"
+	queueID       = 16900
+)
+
+// announceQueue announces a queue table of pipeline's name as relation id.
+func announceQueue(id uint32, pipeline string) []byte {
+	return relationMsg(id, "decant", QueueTable(pipeline), 'd', relCol{flags: 1, name: "id", oid: 20, typmod: -1}, relCol{name: "event", oid: 25, typmod: -1})
+}
+
+// queueInsert is the capture's insert of content into queue relation id.
+func queueInsert(id uint32, content string) []byte { return insertMsg(id, text("1"), text(content)) }
+
+// withQueue makes d decode for queuePipeline, whose queue table (queueID)
+// was vouched for, and announces it.
+func withQueue(t testing.TB, d *Decoder) *Decoder {
+	t.Helper()
+	d.Pipeline, d.Queue = queuePipeline, queueID
+	mustDecode(t, d, announceQueue(queueID, queuePipeline))
+	return d
+}
+
+func TestDecodeDDLQueue(t *testing.T) {
+	t.Run("a row of the queue becomes a change", func(t *testing.T) {
+		d := withQueue(t, inTxn(t))
+		data := queueInsert(queueID, itemsMessage)
 		ev := mustDecode(t, d, data)
 		if ev.Kind != EventChange || ev.Change.Op != source.OpDDL || ev.Change.Rel != nil {
 			t.Fatalf("event %+v, want an OpDDL change", ev)
@@ -163,24 +186,95 @@ func TestDecodeDDLMessage(t *testing.T) {
 			t.Error("the transaction closed")
 		}
 	})
+	t.Run("a row of a queue decant could not vouch for is untrusted", func(t *testing.T) {
+		for name, d := range map[string]*Decoder{
+			"no queue vouched for": func() *Decoder { d := withQueue(t, inTxn(t)); d.Queue = 0; return d }(),
+			"another relation":     func() *Decoder { d := withQueue(t, inTxn(t)); d.Queue = queueID + 1; return d }(),
+		} {
+			ev := mustDecode(t, d, queueInsert(queueID, itemsMessage))
+			if ev.Kind != EventChange || ev.Change.Op != source.OpDDL || ev.Change.DDL.Untrusted == "" || ev.Change.DDL.Tag != "" || ev.Change.DDL.Tables != nil {
+				t.Errorf("%s: event %+v DDL %+v, want an untrusted OpDDL change with nothing else", name, ev, ev.Change.DDL)
+			}
+		}
+	})
+	t.Run("the capture's delete and other pipelines' queues are nothing", func(t *testing.T) {
+		d := withQueue(t, inTxn(t))
+		mustDecode(t, d, announceQueue(queueID+1, "billing"))
+		for name, data := range map[string][]byte{
+			"delete":           deleteMsg(queueID, 'K', text("1"), null),
+			"update":           updateMsg(queueID, 0, nil, text("1"), text(itemsMessage)),
+			"another's insert": queueInsert(queueID+1, itemsMessage),
+			"another's delete": deleteMsg(queueID+1, 'K', text("1"), null),
+		} {
+			if ev := mustDecode(t, d, data); ev.Kind != EventNone {
+				t.Errorf("%s: event kind %d, want EventNone", name, ev.Kind)
+			}
+		}
+	})
+	t.Run("malformed", func(t *testing.T) {
+		_, err := withQueue(t, inTxn(t)).Decode(queueInsert(queueID, `{"tag": `))
+		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), fmt.Sprint("xid ", xid1)) {
+			t.Errorf("error %v, want ErrMalformed naming xid %d", err, xid1)
+		}
+		_, err = withQueue(t, inTxn(t)).Decode(insertMsg(queueID, text("1"), null))
+		if !errors.Is(err, ErrMalformed) {
+			t.Errorf("a row without its event: error %v, want ErrMalformed", err)
+		}
+	})
+	t.Run("capture failed", func(t *testing.T) {
+		_, err := withQueue(t, inTxn(t)).Decode(queueInsert(queueID, `{"tag": "ALTER TABLE", "statement": "ALTER TABLE t ADD c int", "error": "boom"}`))
+		var ce *CaptureError
+		if !errors.As(err, &ce) || errors.Is(err, ErrMalformed) {
+			t.Fatalf("error %v, want a *CaptureError", err)
+		}
+		if want := `DDL capture failed on the source for "ALTER TABLE": boom`; err.Error() != want {
+			t.Errorf("error %q, want %q", err, want)
+		}
+	})
+}
+
+// TestDecodeDDLMessage checks that a "decant.ddl" message, which any role
+// can write, is never read for what it says: it becomes an untrusted
+// change, whatever it holds.
+func TestDecodeDDLMessage(t *testing.T) {
+	for name, content := range map[string]string{
+		"a description":     itemsMessage,
+		"a capture error":   `{"tag": "ALTER TABLE", "error": "boom"}`,
+		"malformed":         `{"tag": `,
+		"no pipeline named": `{"tag": "DROP TABLE", "dropped": [{"oid": 16390, "schema": "app", "name": "items"}]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := withQueue(t, inTxn(t))
+			ev := mustDecode(t, d, logicalMsg(true, 0x100, DDLMessagePrefix, content))
+			if ev.Kind != EventChange || ev.Change.Op != source.OpDDL || ev.Change.DDL.Untrusted != untrustedMessage {
+				t.Fatalf("event %+v, want an untrusted OpDDL change", ev)
+			}
+			if got := *ev.Change.DDL; !reflect.DeepEqual(got, source.DDL{Untrusted: untrustedMessage}) {
+				t.Errorf("DDL %+v carries more than why it is untrusted", got)
+			}
+		})
+	}
 
 	ignored := []struct {
 		name          string
 		inTxn         bool
 		transactional bool
 		prefix        string
+		content       string
 	}{
-		{"non-transactional", true, false, DDLMessagePrefix},
-		{"non-transactional between transactions", false, false, DDLMessagePrefix},
-		{"another prefix", true, true, "decant.ddl.v2"},
+		{"non-transactional", true, false, DDLMessagePrefix, "not json"},
+		{"non-transactional between transactions", false, false, DDLMessagePrefix, "not json"},
+		{"another prefix", true, true, "decant.ddl.v2", "not json"},
+		{"the old capture's fence", true, true, fencePrefix, ""},
+		{"another pipeline's", true, true, DDLMessagePrefix, `{"pipeline": "billing", "tag": "DROP TABLE"}`},
 	}
 	for _, tt := range ignored {
 		t.Run(tt.name, func(t *testing.T) {
-			d := idle(t)
+			d := withQueue(t, idle(t))
 			if tt.inTxn {
 				mustDecode(t, d, beginTxn())
 			}
-			if ev := mustDecode(t, d, logicalMsg(tt.transactional, 0x100, tt.prefix, "not json")); ev.Kind != EventNone {
+			if ev := mustDecode(t, d, logicalMsg(tt.transactional, 0x100, tt.prefix, tt.content)); ev.Kind != EventNone {
 				t.Errorf("event kind %d, want EventNone", ev.Kind)
 			}
 		})
@@ -190,22 +284,6 @@ func TestDecodeDDLMessage(t *testing.T) {
 		_, err := idle(t).Decode(logicalMsg(true, 0x100, DDLMessagePrefix, itemsMessage))
 		if !errors.Is(err, ErrMalformed) {
 			t.Errorf("error %v, want ErrMalformed", err)
-		}
-	})
-	t.Run("malformed", func(t *testing.T) {
-		_, err := inTxn(t).Decode(logicalMsg(true, 0x100, DDLMessagePrefix, `{"tag": `))
-		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), fmt.Sprint("xid ", xid1)) {
-			t.Errorf("error %v, want ErrMalformed naming xid %d", err, xid1)
-		}
-	})
-	t.Run("capture failed", func(t *testing.T) {
-		_, err := inTxn(t).Decode(logicalMsg(true, 0x100, DDLMessagePrefix, `{"tag": "ALTER TABLE", "statement": "ALTER TABLE t ADD c int", "search_path": "public", "error": "boom"}`))
-		var ce *CaptureError
-		if !errors.As(err, &ce) || errors.Is(err, ErrMalformed) {
-			t.Fatalf("error %v, want a *CaptureError", err)
-		}
-		if want := `DDL capture failed on the source for "ALTER TABLE": boom`; err.Error() != want {
-			t.Errorf("error %q, want %q", err, want)
 		}
 	})
 	t.Run("truncated content", func(t *testing.T) {

@@ -41,14 +41,8 @@ LEFT JOIN LATERAL (SELECT (jsonb_agg(to_jsonb(i.columns)) FILTER (WHERE i.is_pri
 WHERE c.oid = $1`
 
 // fencePrefix is the prefix of the empty transactional message that
-// follows each DDL message. Logical decoding files a message under the end
-// of its WAL record but a row change under the start of its own, and
-// merges a transaction's subtransactions by those positions: a DDL message,
-// emitted in the subtransaction of the capture function's exception block,
-// and a row change written right after it by the user's transaction would
-// tie, and could be replayed in either order. The fence is written in
-// between, so the DDL message sorts strictly before the user's next change;
-// only the fence itself may tie with it, and the fence is ignored.
+// followed each DDL message of the capture decant installed before the
+// queue table (ddl.go). Such messages are ignored.
 const fencePrefix = "decant.ddl.fence"
 
 // Command tags whose table objects the ddl_command_end trigger describes
@@ -70,6 +64,7 @@ type captureNames struct {
 	onDrop   string // event trigger on sql_drop
 	onStart  string // event trigger on ddl_command_start, for DROP INDEX
 	indexMap string // session setting holding index → table OIDs between ddl_command_start and sql_drop of a DROP INDEX
+	queue    string // decant.ddl_events_<pipeline>, unquoted: the table the capture writes its descriptions into
 }
 
 // maxIdent is PostgreSQL's longest identifier (NAMEDATALEN - 1 bytes);
@@ -86,6 +81,7 @@ func newCaptureNames(pipeline string) (captureNames, error) {
 		onDrop:   "decant_drop_" + pipeline,
 		onStart:  "decant_pre_" + pipeline,
 		indexMap: "decant.drop_index_" + pipeline,
+		queue:    QueueTable(pipeline),
 	}
 	if pipeline == "" || strings.TrimLeft(pipeline, "abcdefghijklmnopqrstuvwxyz0123456789_") != "" || len(n.onDrop) > maxIdent {
 		return captureNames{}, fmt.Errorf("pipeline name %q cannot name DDL capture objects: use at most %d lowercase letters, digits and underscores",
@@ -104,6 +100,10 @@ func (n captureNames) functions() []string {
 
 func (n captureNames) funcIdent() string {
 	return pgsession.QuoteIdent("decant") + "." + pgsession.QuoteIdent(n.fn)
+}
+
+func (n captureNames) queueIdent() string {
+	return pgsession.QuoteIdent("decant") + "." + pgsession.QuoteIdent(n.queue)
 }
 
 func (n captureNames) publishIdent() string {
@@ -162,8 +162,7 @@ func captureFuncSQL(n captureNames, publication string, filter source.TableFilte
 		"Func":         n.funcIdent(),
 		"Publish":      n.publishIdent(),
 		"Pub":          quoteLiteral(publication),
-		"Prefix":       quoteLiteral(DDLMessagePrefix),
-		"Fence":        quoteLiteral(fencePrefix),
+		"Queue":        n.queueIdent(),
 		"Pipeline":     quoteLiteral(n.pipeline),
 		"IndexMap":     quoteLiteral(n.indexMap),
 		"Describe":     quoteLiteral(tableJSONSQL),
@@ -229,24 +228,34 @@ $decant$`))
 // ordinary and partitioned tables count; partitions are replicated through
 // their root.
 //
-// It emits at most one transactional message per event, and none when no
-// selected table is involved. The description runs with search_path set
-// to public, whatever the session's, so that a table prints the same from
-// any session (and as it does for DescribeTable on a connection with the
-// default search_path); the session's own path goes into the message, for
-// reading the statement.
+// It writes at most one row into the pipeline's queue table per event,
+// and none when no selected table is involved; the row is deleted again in
+// the same transaction, so the table stays empty and the stream carries
+// the insert (which decant reads) and the delete (which it ignores). The
+// description runs with search_path set to public (then pg_temp, so that
+// no temporary table of the session stands in for a catalog), whatever
+// the session's, so that a table prints the same from any session (and as
+// it does for DescribeTable on a connection with the default
+// search_path).
 //
-// Every message is followed by an empty one with prefix fencePrefix: see
-// there why.
+// It is SECURITY DEFINER: it runs as the superuser who installed it, the
+// only role besides other superusers that may write the queue table, so a
+// row there was written by this function (or a superuser). PostgreSQL
+// refuses to call an event trigger function other than as an event
+// trigger, and only superusers create event triggers. Running as a
+// superuser, it must not resolve a name through the session's
+// search_path (a user's schema listed before pg_catalog would supply its
+// functions): its own path is pg_catalog then pg_temp, and the session's
+// path is neither read nor reported.
 //
 // Its own commands (REPLICA IDENTITY, ALTER PUBLICATION) fire the event
 // triggers again; the decant.in_trigger setting makes those calls return at
 // once. Any error is caught: the user's command goes on, and the message
 // carries the error instead, on which decant stops.
 var captureFunc = template.Must(template.New("capture").Parse(`CREATE OR REPLACE FUNCTION {{.Func}}() RETURNS event_trigger
-LANGUAGE plpgsql AS $decant$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $decant$
 DECLARE
-	session_path text := current_setting('search_path');
+	event_id bigint;
 	rels oid[] := '{}';
 	created oid[] := '{}';
 	tables jsonb := '[]';
@@ -258,7 +267,7 @@ BEGIN
 		RETURN;
 	END IF;
 	BEGIN
-		PERFORM set_config('search_path', 'public', true);
+		PERFORM set_config('search_path', 'public, pg_temp', true);
 		IF TG_EVENT = 'ddl_command_start' THEN
 			PERFORM set_config({{.IndexMap}}, coalesce((SELECT jsonb_object_agg(x.indexrelid::text, x.indrelid::bigint)
 				FROM pg_index x JOIN pg_class c ON c.oid = x.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -324,16 +333,17 @@ BEGIN
 			tables := tables || jsonb_build_array(def);
 		END LOOP;
 		IF tables <> '[]' OR dropped <> '[]' THEN
-			PERFORM pg_logical_emit_message(true, {{.Prefix}}, jsonb_build_object('pipeline', {{.Pipeline}}, 'tag', TG_TAG,
-				'statement', current_query(), 'search_path', session_path, 'tables', tables, 'dropped', dropped)::text);
-			PERFORM pg_logical_emit_message(true, {{.Fence}}, ''::text);
+			INSERT INTO {{.Queue}} (event) VALUES (jsonb_build_object('pipeline', {{.Pipeline}}, 'tag', TG_TAG,
+				'statement', current_query(), 'tables', tables, 'dropped', dropped)::text)
+				RETURNING id INTO event_id;
+			DELETE FROM {{.Queue}} WHERE id = event_id;
 		END IF;
-		PERFORM set_config('search_path', session_path, true);
 	EXCEPTION WHEN OTHERS THEN
 		BEGIN
-			PERFORM pg_logical_emit_message(true, {{.Prefix}}, jsonb_build_object('pipeline', {{.Pipeline}}, 'tag', TG_TAG,
-				'statement', current_query(), 'search_path', session_path, 'error', SQLERRM)::text);
-			PERFORM pg_logical_emit_message(true, {{.Fence}}, ''::text);
+			INSERT INTO {{.Queue}} (event) VALUES (jsonb_build_object('pipeline', {{.Pipeline}}, 'tag', TG_TAG,
+				'statement', current_query(), 'error', SQLERRM)::text)
+				RETURNING id INTO event_id;
+			DELETE FROM {{.Queue}} WHERE id = event_id;
 		EXCEPTION WHEN OTHERS THEN
 			RAISE WARNING 'decant pipeline %: DDL capture failed for %: %', {{.Pipeline}}, TG_TAG, SQLERRM;
 		END;

@@ -85,9 +85,14 @@ type Event struct {
 // Decoder turns pgoutput messages into Events. It is a pure state machine:
 // no I/O, no goroutines. The zero value is not usable; call NewDecoder.
 type Decoder struct {
-	// Pipeline, when set, keeps only this pipeline's DDL messages: every
-	// slot of the database receives every pipeline's.
+	// Pipeline, when set, names the pipeline whose DDL queue table
+	// (QueueTable) the decoder reads schema changes from; a "decant.ddl"
+	// message claiming another pipeline is ignored (every slot of the
+	// database receives every message).
 	Pipeline string
+	// Queue is the OID of the pipeline's queue table as QueueOID vouched
+	// for it; 0 when none could be, and every queue row is then untrusted.
+	Queue uint32
 
 	protocol int // negotiated protocol version; 0 reads as 1
 	rels     map[uint32]*source.Relation

@@ -249,6 +249,7 @@ func TestDecodeStreamMessages(t *testing.T) {
 func TestDecodeStreamedTransactions(t *testing.T) {
 	d := NewDecoder()
 	d.SetProtocol(2)
+	d.Pipeline, d.Queue = queuePipeline, queueID
 	r1 := []val{text("1"), text("a"), null}
 	steps := []struct {
 		data     []byte
@@ -259,7 +260,8 @@ func TestDecodeStreamedTransactions(t *testing.T) {
 		{streamed(xid2, announceOrders()), Event{Kind: EventRelation}, true},
 		{streamed(xid2, insertMsg(ordersID, r1...)), Event{Kind: EventChange, Xid: xid2, Change: source.Change{Op: source.OpInsert, Sub: xid2}}, true},
 		{streamed(sub2, insertMsg(ordersID, r1...)), Event{Kind: EventChange, Xid: xid2, Change: source.Change{Op: source.OpInsert, Sub: sub2}}, true},
-		{streamed(sub2, logicalMsg(true, 0x50, DDLMessagePrefix, itemsMessage)), Event{Kind: EventChange, Xid: xid2, Change: source.Change{Op: source.OpDDL, Sub: sub2}}, true},
+		{streamed(xid2, announceQueue(queueID, queuePipeline)), Event{Kind: EventRelation}, true},
+		{streamed(sub2, queueInsert(queueID, itemsMessage)), Event{Kind: EventChange, Xid: xid2, Change: source.Change{Op: source.OpDDL, Sub: sub2}}, true},
 		{streamStopMsg(), Event{Kind: EventStreamStop, Xid: xid2}, false},
 
 		// An ordinary transaction between the blocks.
@@ -319,32 +321,38 @@ func TestDecodeStreamedTransactions(t *testing.T) {
 	}
 }
 
-// TestDecodeStreamDDL checks decant's DDL messages inside stream blocks:
-// they become changes of the streamed transaction exactly as inside BEGIN
-// and COMMIT, and leave no transaction open behind them.
+// TestDecodeStreamDDL checks decant's DDL inside stream blocks: a row of
+// the pipeline's queue becomes a change of the streamed transaction
+// exactly as inside BEGIN and COMMIT, a DDL message an untrusted one, and
+// neither leaves a transaction open behind it.
 func TestDecodeStreamDDL(t *testing.T) {
 	tests := []struct {
-		name     string
-		pipeline string
-		data     []byte
-		kind     EventKind
-		err      string // in the error, if any
-		capture  bool   // a *CaptureError
+		name      string
+		data      []byte
+		kind      EventKind
+		err       string // in the error, if any
+		capture   bool   // a *CaptureError
+		untrusted bool
 	}{
-		{"becomes a change", "", streamed(sub2, logicalMsg(true, 0x100, DDLMessagePrefix, itemsMessage)), EventChange, "", false},
-		{"this pipeline's", "orders", streamed(xid2, logicalMsg(true, 0x100, DDLMessagePrefix, itemsMessage)), EventChange, "", false},
-		{"another pipeline's", "billing", streamed(xid2, logicalMsg(true, 0x100, DDLMessagePrefix, itemsMessage)), EventNone, "", false},
-		{"non-transactional", "", streamed(xid2, logicalMsg(false, 0x100, DDLMessagePrefix, itemsMessage)), EventNone, "", false},
-		{"another prefix", "", streamed(xid2, logicalMsg(true, 0x100, "decant.ddl.v2", "not json")), EventNone, "", false},
-		{"malformed", "", streamed(sub2, logicalMsg(true, 0x100, DDLMessagePrefix, `{"tag": `)), EventNone, fmt.Sprint("xid ", xid2), false},
-		{"capture failed", "", streamed(sub2, logicalMsg(true, 0x100, DDLMessagePrefix, `{"tag": "ALTER TABLE", "error": "boom"}`)), EventNone, "boom", true},
-		{"content cut short", "", streamed(xid2, logicalMsg(true, 0x100, DDLMessagePrefix, itemsMessage))[:60], EventNone, "message type 'M'", false},
-		{"content runs on", "", append(streamed(xid2, logicalMsg(true, 0x100, DDLMessagePrefix, itemsMessage)), ' '), EventNone, "message type 'M'", false},
+		{"a queue row becomes a change", streamed(sub2, queueInsert(queueID, itemsMessage)), EventChange, "", false, false},
+		{"in the top transaction", streamed(xid2, queueInsert(queueID, itemsMessage)), EventChange, "", false, false},
+		{"another pipeline's queue", streamed(xid2, queueInsert(queueID+1, itemsMessage)), EventNone, "", false, false},
+		{"the capture's delete", streamed(xid2, deleteMsg(queueID, 'K', text("1"), null)), EventNone, "", false, false},
+		{"malformed", streamed(sub2, queueInsert(queueID, `{"tag": `)), EventNone, fmt.Sprint("xid ", xid2), false, false},
+		{"capture failed", streamed(sub2, queueInsert(queueID, `{"tag": "ALTER TABLE", "error": "boom"}`)), EventNone, "boom", true, false},
+		{"a message is untrusted", streamed(sub2, logicalMsg(true, 0x100, DDLMessagePrefix, itemsMessage)), EventChange, "", false, true},
+		{"another pipeline's message", streamed(xid2, logicalMsg(true, 0x100, DDLMessagePrefix, `{"pipeline": "billing"}`)), EventNone, "", false, false},
+		{"non-transactional", streamed(xid2, logicalMsg(false, 0x100, DDLMessagePrefix, itemsMessage)), EventNone, "", false, false},
+		{"another prefix", streamed(xid2, logicalMsg(true, 0x100, "decant.ddl.v2", "not json")), EventNone, "", false, false},
+		{"content cut short", streamed(xid2, logicalMsg(true, 0x100, DDLMessagePrefix, itemsMessage))[:60], EventNone, "message type 'M'", false, false},
+		{"content runs on", append(streamed(xid2, logicalMsg(true, 0x100, DDLMessagePrefix, itemsMessage)), ' '), EventNone, "message type 'M'", false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := inBlock(t)
-			d.Pipeline = tt.pipeline
+			d.Pipeline, d.Queue = queuePipeline, queueID
+			mustDecode(t, d, streamed(xid2, announceQueue(queueID, queuePipeline)))
+			mustDecode(t, d, streamed(xid2, announceQueue(queueID+1, "billing")))
 			data := append([]byte(nil), tt.data...)
 			ev, err := d.Decode(data)
 			switch {
@@ -366,6 +374,12 @@ func TestDecodeStreamDDL(t *testing.T) {
 			if ev.Kind == EventChange {
 				if ev.Change.Op != source.OpDDL || ev.Xid != xid2 || ev.Change.Sub != uint64(binary.BigEndian.Uint32(tt.data[1:])) {
 					t.Errorf("change op %s xid %d sub %d", ev.Change.Op, ev.Xid, ev.Change.Sub)
+				}
+				if tt.untrusted {
+					if !reflect.DeepEqual(*ev.Change.DDL, source.DDL{Untrusted: untrustedMessage}) {
+						t.Errorf("DDL %+v, want only why it is untrusted", ev.Change.DDL)
+					}
+					return
 				}
 				if !reflect.DeepEqual(ev.Change.DDL, itemsDDL) {
 					t.Errorf("DDL %s", renderDDL(ev.Change.DDL))

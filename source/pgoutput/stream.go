@@ -178,8 +178,13 @@ func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<
 	if err != nil {
 		return err
 	}
-	// messages: decant's DDL capture reports schema changes as logical
-	// decoding messages inside their transaction (init --ddl).
+	queue, err := r.queue(ctx, conn)
+	if err != nil {
+		return err
+	}
+	// messages: not for what they say (decant reads schema changes from
+	// its queue table), but so that a DDL message, which any role can
+	// write, is seen, refused and counted rather than passed over unseen.
 	args := []string{fmt.Sprintf("proto_version '%d'", proto), "publication_names " + quoteLiteral(pubs), "messages 'true'"}
 	if proto >= 2 {
 		args = append(args, "streaming 'on'")
@@ -200,7 +205,7 @@ func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<
 		out:    out,
 		acked:  req.Acked,
 		walEnd: req.WALEnd,
-		dec:    &Decoder{Pipeline: r.cfg.Pipeline, rels: map[uint32]*source.Relation{}, types: map[uint32]string{}},
+		dec:    &Decoder{Pipeline: r.cfg.Pipeline, Queue: queue, rels: map[uint32]*source.Relation{}, types: map[uint32]string{}},
 		asm:    newAssembler(r.cfg),
 		ticker: time.NewTicker(r.cfg.StatusInterval),
 	}
@@ -209,6 +214,21 @@ func (r *Reader) Stream(ctx context.Context, req source.StreamRequest, out chan<
 	defer s.asm.close()
 	defer s.closeCatalog(ctx)
 	return s.run(ctx)
+}
+
+// queue reads the OID of the pipeline's DDL queue table (QueueOID). One
+// that roles other than superusers may write is logged, not fatal: its
+// rows are refused as untrusted, and the stream goes on.
+func (r *Reader) queue(ctx context.Context, conn *pgconn.PgConn) (uint32, error) {
+	if r.cfg.Pipeline == "" {
+		return 0, nil
+	}
+	oid, err := QueueOID(ctx, conn, r.cfg.Pipeline)
+	if errors.Is(err, ErrSetup) {
+		r.log.Warn(err.Error())
+		return 0, nil
+	}
+	return oid, err
 }
 
 func (r *Reader) bound() source.Bound {

@@ -3,6 +3,7 @@ package pgoutput
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 
 	"github.com/decant/decant/source"
 )
@@ -129,6 +130,10 @@ func (d *Decoder) rowChange(data []byte) (ev Event, sub uint64, err error) {
 	}
 	if t.off != len(t.data) {
 		return Event{}, 0, fmt.Errorf("%w: message type %q has %d bytes past its last field", ErrMalformed, kind, len(t.data)-t.off)
+	}
+	if rel.Schema == "decant" && strings.HasPrefix(rel.Name, queuePrefix) {
+		ev, err := d.queued(c, xid)
+		return ev, sub, err
 	}
 	return Event{Kind: EventChange, Change: c}, sub, nil
 }
