@@ -81,7 +81,7 @@ func (o *recordingObserver) ResyncFinished(err error, _ time.Duration) {
 	o.resynced = append(o.resynced, err)
 }
 
-func (o *recordingObserver) Beat(time.Time) {}
+func (o *recordingObserver) Beat(time.Time)          {}
 func (o *recordingObserver) DDLRejected(RejectedDDL) {}
 
 // ops builds a committed transaction with the given operations.
