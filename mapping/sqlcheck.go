@@ -383,3 +383,43 @@ func isDigits(s string) bool {
 	}
 	return s != ""
 }
+
+// checkColumnPG checks the source text a PostgreSQL column definition
+// pastes (CreatePG, pgColumnSpec): the type, and the generation
+// expression or the default, whichever the definition uses.
+func checkColumnPG(table source.TableName, c source.ColumnDef) error {
+	if err := checkType(table, c.Name, c.SQLType); err != nil {
+		return err
+	}
+	switch {
+	case c.Generated != "":
+		return checkExpr(table, "column "+c.Name+" generation expression", c.Generated)
+	case c.Identity != 0:
+		return nil
+	case c.Default != "":
+		return checkDefault(table, c)
+	}
+	return nil
+}
+
+// checkColumnMySQL checks the source text a MySQL column definition
+// uses (CreateMySQL, mysqlSpec): only the default, which mysqlDefault
+// translates; the type is mapped from the OID and a generation
+// expression is not carried over.
+func checkColumnMySQL(table source.TableName, c source.ColumnDef) error {
+	if c.Generated != "" || c.Identity != 0 || c.Default == "" {
+		return nil
+	}
+	return checkDefault(table, c)
+}
+
+// checkDefault checks a column's default expression.
+func checkDefault(table source.TableName, c source.ColumnDef) error {
+	return checkExpr(table, "column "+c.Name+" default", c.Default)
+}
+
+// refusal wraps a failed check as an unsupported schema change, so that
+// decant run follows --on-unsupported-ddl and init refuses the table.
+func refusal(err error) error {
+	return &UnsupportedDDL{What: err.Error(), Err: err}
+}
