@@ -49,7 +49,9 @@ func checkRefusal(t *testing.T, err error, what string) {
 
 // noteNotNull is a harmless change that comes with the hostile one: it
 // must still be made.
-func noteNotNull(d *source.TableDef) { ddColumn(d, "note", func(c *source.ColumnDef) { c.NotNull = true }) }
+func noteNotNull(d *source.TableDef) {
+	ddColumn(d, "note", func(c *source.ColumnDef) { c.NotNull = true })
+}
 
 func TestSchemaChangeRefusesUnsafeDefault(t *testing.T) {
 	next := ddEdit(ddOrders(), func(d *source.TableDef) {
@@ -121,7 +123,9 @@ func TestCreateRefusesUnsafeSQL(t *testing.T) {
 	if len(ddl.Table)+len(ddl.Indexes) != 0 {
 		t.Errorf("statements %q for a refused table", append(ddl.Table, ddl.Indexes...))
 	}
-	badDefault := ddEdit(ddOrders(), func(d *source.TableDef) { ddColumn(d, "created", func(c *source.ColumnDef) { c.Default = "now() CHECK (false)" }) })
+	badDefault := ddEdit(ddOrders(), func(d *source.TableDef) {
+		ddColumn(d, "created", func(c *source.ColumnDef) { c.Default = "now() CHECK (false)" })
+	})
 	for _, d := range []Dialect{DialectPostgres, DialectMySQL} {
 		if steps := refusedChange(t, d, nil, badDefault, "column created default"); len(steps) != 0 {
 			t.Errorf("%s: steps:\n%s\nwant none", d, ddFormat(steps))
