@@ -3,6 +3,7 @@ package mapping
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/decant/decant/source"
 )
@@ -208,6 +209,13 @@ func (s *tokenStream) table(t source.TableName) bool {
 	return ok && n == t.Name
 }
 
+// indexClauses are the clauses pg_get_indexdef prints after the keys,
+// in its order, each a keyword and then a parenthesised group or a name.
+var indexClauses = []struct {
+	word  string
+	group bool
+}{{"include", true}, {"with", true}, {"tablespace", false}}
+
 // indexTail checks what follows the table: the method, the keys and the
 // clauses pg_get_indexdef prints after them, in its order.
 func (s *tokenStream) indexTail() string {
@@ -219,25 +227,22 @@ func (s *tokenStream) indexTail() string {
 	if _, ok := s.group(); !ok {
 		return "it has no parenthesised key list"
 	}
-	if s.word("include") {
-		if _, ok := s.group(); !ok {
-			return "INCLUDE has no parenthesised column list"
+	for i, c := range indexClauses {
+		if i == 1 && s.word("nulls") { // NULLS [NOT] DISTINCT follows INCLUDE
+			s.word("not")
+			if !s.word("distinct") {
+				return "NULLS is not followed by [NOT] DISTINCT"
+			}
 		}
-	}
-	if s.word("nulls") {
-		s.word("not")
-		if !s.word("distinct") {
-			return "NULLS is not followed by [NOT] DISTINCT"
+		if !s.word(c.word) {
+			continue
 		}
-	}
-	if s.word("with") {
-		if _, ok := s.group(); !ok {
-			return "WITH has no parenthesised storage parameters"
-		}
-	}
-	if s.word("tablespace") {
-		if _, ok := s.ident(); !ok {
-			return "TABLESPACE names no tablespace"
+		if c.group {
+			if _, ok := s.group(); !ok {
+				return strings.ToUpper(c.word) + " is not followed by a parenthesised list"
+			}
+		} else if _, ok := s.ident(); !ok {
+			return strings.ToUpper(c.word) + " is not followed by a name"
 		}
 	}
 	if s.word("where") {

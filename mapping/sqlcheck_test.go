@@ -71,6 +71,8 @@ func TestCheckIndexDefRefuses(t *testing.T) {
 		"CREATE INDEX i ON public.t (a) INCLUDE b",
 		"CREATE INDEX i ON public.t (a) WITH fillfactor",
 		"CREATE INDEX i ON public.t (a) TABLESPACE",
+		"CREATE INDEX i ON public.t (a) INCLUDE (b) evil",
+		"CREATE INDEX i ON public.t (a) TABLESPACE (x)",
 		"",
 	} {
 		err := checkIndexDef(checkTable, "i", text)
