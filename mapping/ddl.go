@@ -83,11 +83,19 @@ func indexName(def *source.TableDef, target source.TableName, name string) strin
 // deferrable (a unique index cannot be, so such a unique is added as a
 // constraint). Expression and partial indexes are copied when the
 // table keeps its name, and noted otherwise.
+//
+// Source text it pastes is checked first (sqlcheck.go): a refused type,
+// default or generation expression refuses the table (no statements); a
+// refused index definition leaves that index out. Either way the error
+// is an *UnsupportedDDL wrapping the *UnsafeSQLError.
 func CreatePG(def *source.TableDef, target source.TableName, rules ColumnRules) (TableDDL, error) {
 	var d TableDDL
 	cols, names := columnDefs(def, rules)
 	var lines []string
 	for _, c := range cols {
+		if err := checkColumnPG(def.Name, c); err != nil {
+			return TableDDL{}, refusal(err)
+		}
 		line := QuotePG(names[c.Name]) + " " + c.SQLType
 		switch {
 		case c.Generated != "":
@@ -121,12 +129,16 @@ func CreatePG(def *source.TableDef, target source.TableName, rules ColumnRules) 
 		"CREATE SCHEMA IF NOT EXISTS " + QuotePG(target.Schema),
 		"CREATE TABLE " + QuotePGTable(target) + " (\n\t" + strings.Join(lines, ",\n\t") + "\n)",
 	}
+	var refused error // the first index whose definition a check refused
 	for _, group := range []struct {
 		idx    []source.IndexDef
 		unique bool
 	}{{def.Uniques, true}, {def.Indexes, false}} {
 		for _, ix := range group.idx {
-			stmt, note := pgIndex(def, target, names, ix, group.unique)
+			stmt, note, err := pgIndex(def, target, names, ix, group.unique)
+			if err != nil && refused == nil {
+				refused = refusal(err)
+			}
 			if stmt != "" {
 				d.Indexes = append(d.Indexes, stmt)
 			}
@@ -135,30 +147,36 @@ func CreatePG(def *source.TableDef, target source.TableName, rules ColumnRules) 
 			}
 		}
 	}
-	return d, nil
+	return d, refused
 }
 
-func pgIndex(def *source.TableDef, target source.TableName, names map[string]string, ix source.IndexDef, unique bool) (stmt, note string) {
+// pgIndex renders one index. An expression index runs the source's
+// definition as is, only once checkIndexDef found it to be one CREATE
+// INDEX of that index on that table; err is the refusal otherwise.
+func pgIndex(def *source.TableDef, target source.TableName, names map[string]string, ix source.IndexDef, unique bool) (stmt, note string, err error) {
 	if ix.Expr != "" {
 		if target != def.Name || len(names) != len(def.Columns) {
-			return "", fmt.Sprintf("index %s (%s) not created: the table or its columns are renamed on the target", ix.Name, ix.Expr)
+			return "", fmt.Sprintf("index %s (%s) not created: the table or its columns are renamed on the target", ix.Name, ix.Expr), nil
 		}
-		return ix.Expr, ""
+		if err := checkIndexDef(def.Name, ix.Name, ix.Expr); err != nil {
+			return "", "", err
+		}
+		return ix.Expr, "", nil
 	}
 	cols, ok := targetColumns(ix.Columns, names)
 	if !ok {
-		return "", fmt.Sprintf("index %s not created: it covers an excluded column", ix.Name)
+		return "", fmt.Sprintf("index %s not created: it covers an excluded column", ix.Name), nil
 	}
 	if unique && ix.Deferral.Deferrable() { // only a constraint can be deferrable
 		return fmt.Sprintf("ALTER TABLE %s ADD CONSTRAINT %s UNIQUE (%s)%s", QuotePGTable(target), QuotePG(indexName(def, target, ix.Name)),
-			joinQuoted(cols, QuotePG), pgDeferral(ix.Deferral)), ""
+			joinQuoted(cols, QuotePG), pgDeferral(ix.Deferral)), "", nil
 	}
 	kind := "INDEX"
 	if unique {
 		kind = "UNIQUE INDEX"
 	}
 	return fmt.Sprintf("CREATE %s %s ON %s (%s)", kind, QuotePG(indexName(def, target, ix.Name)),
-		QuotePGTable(target), joinQuoted(cols, QuotePG)), ""
+		QuotePGTable(target), joinQuoted(cols, QuotePG)), "", nil
 }
 
 // pgDeferral is the clause that makes a key constraint deferrable, "" for
@@ -286,6 +304,9 @@ func CreateMySQL(def *source.TableDef, target source.TableName, rules ColumnRule
 	keyed := keyColumns(def)
 	var lines []string
 	for _, c := range cols {
+		if err := checkColumnMySQL(def.Name, c); err != nil {
+			return TableDDL{}, refusal(err)
+		}
 		typ, err := MySQLType(c.Type, c.TypeMod, c.Info)
 		if err != nil {
 			return d, fmt.Errorf("source table %s column %s (%s): %w", def.Name, c.Name, c.SQLType, err)

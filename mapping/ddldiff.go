@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -97,10 +98,16 @@ func (k PreKind) String() string {
 }
 
 // UnsupportedDDL is a schema change the target cannot follow. What names
-// the table, the change and why; it holds no row values.
-type UnsupportedDDL struct{ What string }
+// the table, the change and why; it holds no row values. Err is the
+// first *UnsafeSQLError behind it, when a check refused source text.
+type UnsupportedDDL struct {
+	What string
+	Err  error
+}
 
 func (e *UnsupportedDDL) Error() string { return "unsupported schema change: " + e.What }
+
+func (e *UnsupportedDDL) Unwrap() error { return e.Err }
 
 // SchemaChange returns the target statements that turn the target table of
 // prev (named target) into that of next (named nextTarget; the two differ
@@ -191,18 +198,22 @@ func SchemaChanges(d Dialect, applied map[uint32]*source.TableDef, ddl *source.D
 func createSteps(d Dialect, def *source.TableDef, target source.TableName, rules ColumnRules) ([]SchemaStep, []string, error) {
 	var steps []SchemaStep
 	if d == DialectPostgres {
+		// An *UnsupportedDDL comes with the statements CreatePG could
+		// still make (none when a column was refused, all but the
+		// refused indexes otherwise).
 		t, err := CreatePG(def, target, rules)
-		if err != nil {
+		var u *UnsupportedDDL
+		if err != nil && !errors.As(err, &u) {
 			return nil, nil, err
 		}
 		for _, s := range append(t.Table, t.Indexes...) {
 			steps = append(steps, SchemaStep{SQL: s})
 		}
-		return steps, t.Notes, nil
+		return steps, t.Notes, err
 	}
 	t, err := CreateMySQL(def, target, rules)
 	if err != nil {
-		return nil, nil, err
+		return nil, t.Notes, err
 	}
 	for _, s := range t.Table {
 		steps = append(steps, SchemaStep{SQL: s, Check: Precondition{Kind: PreTableMissing, Table: target}})
@@ -299,6 +310,7 @@ type tableDiff struct {
 	steps       [phaseCount][]SchemaStep
 	notes       []string
 	unsupported []string
+	refusedSQL  error // the first *UnsafeSQLError among unsupported
 }
 
 func newTableDiff(d Dialect, prev, next *source.TableDef, target, nextTarget source.TableName, rules ColumnRules) (*tableDiff, error) {
@@ -346,13 +358,27 @@ func (t *tableDiff) alter(phase int, clause string, kind PreKind, name string) {
 	t.add(phase, "ALTER TABLE "+t.d.table(t.tbl)+" "+clause, kind, name)
 }
 
+// refused records a step whose source text a check refused, and reports
+// whether err is such a refusal (the step is then left out).
+func (t *tableDiff) refused(err error) bool {
+	var u *UnsafeSQLError
+	if !errors.As(err, &u) {
+		return false
+	}
+	t.unsupported = append(t.unsupported, u.step())
+	if t.refusedSQL == nil {
+		t.refusedSQL = u
+	}
+	return true
+}
+
 func (t *tableDiff) result() ([]SchemaStep, []string, error) {
 	var steps []SchemaStep
 	for _, s := range t.steps {
 		steps = append(steps, s...)
 	}
 	if len(t.unsupported) > 0 {
-		return steps, t.notes, &UnsupportedDDL{What: fmt.Sprintf("table %s: %s", t.next.def.Name, strings.Join(t.unsupported, "; "))}
+		return steps, t.notes, &UnsupportedDDL{What: fmt.Sprintf("table %s: %s", t.next.def.Name, strings.Join(t.unsupported, "; ")), Err: t.refusedSQL}
 	}
 	return steps, t.notes, nil
 }
@@ -499,7 +525,9 @@ func (t *tableDiff) renameIndex(from, to string) {
 
 func (t *tableDiff) createIndex(x diffIndex) {
 	if x.expr != "" { // PostgreSQL, with the source's names
-		t.add(phaseCreateIndex, x.expr, PreNone, "")
+		if !t.refused(checkIndexDef(t.next.def.Name, x.source, x.expr)) {
+			t.add(phaseCreateIndex, x.expr, PreNone, "")
+		}
 		return
 	}
 	if x.unique && x.deferral.Deferrable() {
@@ -645,7 +673,12 @@ func (t *tableDiff) renameColumns() {
 func (t *tableDiff) addColumn(c source.ColumnDef) error {
 	name := t.next.names[c.Name]
 	if t.d == DialectPostgres {
-		t.alter(phaseAddColumn, "ADD COLUMN "+pgColumnSpec(c, name), PreNone, "")
+		if !t.refused(checkColumnPG(t.next.def.Name, c)) {
+			t.alter(phaseAddColumn, "ADD COLUMN "+pgColumnSpec(c, name), PreNone, "")
+		}
+		return nil
+	}
+	if t.refused(checkColumnMySQL(t.next.def.Name, c)) {
 		return nil
 	}
 	spec, err := t.next.mysqlSpec(c)
@@ -698,7 +731,7 @@ func (t *tableDiff) alterPG(p, n source.ColumnDef) {
 	col := "ALTER COLUMN " + QuotePG(name) + " "
 	typeChanged := p.SQLType != n.SQLType || p.Type != n.Type || p.TypeMod != n.TypeMod
 	t.dropPG(p, n, col, typeChanged)
-	if typeChanged {
+	if typeChanged && !t.refused(checkType(t.next.def.Name, n.Name, n.SQLType)) {
 		using := ""
 		if n.Generated == "" { // a generated column takes no USING
 			using = " USING " + QuotePG(name) + "::" + n.SQLType
@@ -712,7 +745,7 @@ func (t *tableDiff) alterPG(p, n source.ColumnDef) {
 		}
 		t.alter(phaseAlterColumn, col+nullability, PreNone, "")
 	}
-	if n.Default != "" && p.Default != n.Default {
+	if n.Default != "" && p.Default != n.Default && !t.refused(checkDefault(t.next.def.Name, n)) {
 		t.alter(phaseAlterColumn, col+"SET DEFAULT "+n.Default, PreNone, "")
 	}
 	switch {
@@ -802,6 +835,9 @@ func (t *tableDiff) alterMySQL(p, n source.ColumnDef) error {
 	cur, err := t.prev.mysqlSpec(p)
 	if err != nil {
 		return err
+	}
+	if t.refused(checkColumnMySQL(t.next.def.Name, n)) {
+		return nil
 	}
 	to, err := t.next.mysqlSpec(n)
 	if err != nil {

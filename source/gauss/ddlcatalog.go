@@ -487,7 +487,9 @@ func indexDefinition(unique bool, name string, table source.TableName, b indexBo
 	if unique {
 		s.WriteString("UNIQUE ")
 	}
-	fmt.Fprintf(&s, "INDEX %s ON %s USING %s %s", QuoteIdentifier(name), quoteTable(table), b.method, b.keys)
+	// The method is a name from the statement, quoted or not: quoted here
+	// like every name, so that USING "x; ..." stays one identifier.
+	fmt.Fprintf(&s, "INDEX %s ON %s USING %s %s", QuoteIdentifier(name), quoteTable(table), QuoteIdentifier(b.method), b.keys)
 	if b.include != "" {
 		s.WriteString(" " + b.include)
 	}

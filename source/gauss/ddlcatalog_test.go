@@ -314,6 +314,8 @@ var catalogCases = []catalogCase{
 		tag: "CREATE INDEX", want: wantT4 + `; unique t4_part = CREATE UNIQUE INDEX t4_part ON public.t4 USING btree (a) INCLUDE (b) WHERE (a > 0)`},
 	{name: "other access method", setup: []string{setupT4}, stmt: `CREATE INDEX "T4 gin" ON public.t4 USING gin (b)`,
 		tag: "CREATE INDEX", want: wantT4 + `; index T4 gin = CREATE INDEX "T4 gin" ON public.t4 USING gin (b)`},
+	{name: "quoted access method", setup: []string{setupT4}, stmt: `CREATE INDEX t4_m ON public.t4 USING "gin (b); DROP TABLE x; --" (b)`,
+		tag: "CREATE INDEX", want: wantT4 + `; index t4_m = CREATE INDEX t4_m ON public.t4 USING "gin (b); DROP TABLE x; --" (b)`},
 	{name: "unnamed index", setup: []string{setupT4}, stmt: `CREATE INDEX ON public.t4 (a, b)`,
 		tag: "CREATE INDEX", want: wantT4 + `; index t4_a_b_idx(a,b)`},
 	{name: "indexes in name order", setup: []string{setupT4, `CREATE INDEX t4_z ON public.t4 (a)`}, stmt: `CREATE INDEX t4_m ON public.t4 (b)`,
