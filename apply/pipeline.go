@@ -461,7 +461,9 @@ func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started, con
 	p.queue = ch
 	err = p.applyLoop(ctx, cp, want, *stopAt, feed{chunks: ch, readDone: readDone, slotErr: slotErr}, sk)
 	p.queue = nil
-	if errors.Is(err, errCaughtUp) || ctx.Err() != nil {
+	// A stop for good settles too: what the session committed before the
+	// refused transaction (isolate.go) is then acknowledged.
+	if errors.Is(err, errCaughtUp) || ctx.Err() != nil || (err != nil && !Transient(err)) {
 		p.settle(ctx)
 	}
 	cancel()

@@ -84,6 +84,10 @@ func testSkipMidGroup(t *testing.T, my, conflicts bool) {
 	}
 	stopEnd := p.checkpointEnd()
 	p.assertBeforeRefused(conflicts, loggedXid)
+	// The source was told of those commits, and of nothing past them.
+	if got := queryValue(t, p.src, `SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = '`+p.name+`'`); got != stopEnd {
+		t.Errorf("source was told %s is flushed; the checkpoint is at %s", got, stopEnd)
+	}
 
 	// The same stop every time.
 	_, errOut, code := p.decant(append([]string{"run", "--catch-up"}, policy...)...)
