@@ -673,15 +673,15 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 			if g.txn != c.Txn {
 				p.obs.Received(c.Txn)
 			}
-			if g.head == nil {
-				g.head = c.Txn
-			}
 			var err error
 			if c.Changes, err = p.gateCopies(ctx, &g, c, write); err != nil {
 				if !errors.Is(err, errCaughtUp) {
 					p.rollback(ctx, &g)
 				}
 				return err
+			}
+			if g.head == nil { // after gateCopies, which may commit
+				g.head = c.Txn
 			}
 			if err := p.applyOrSkip(ctx, &g, &stored, sk, c); err != nil {
 				p.rollback(ctx, &g)
