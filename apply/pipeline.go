@@ -106,6 +106,9 @@ type Pipeline struct {
 	// queue is the session's chunk channel, whose length tells a commit
 	// whether a backlog waits (Commit.Backlog); nil between sessions.
 	queue <-chan source.Chunk
+	// alone is how many of the next source transactions to complete are
+	// each committed on their own, after a refusal (isolate.go).
+	alone int
 }
 
 // unflushed is a checkpoint committed on the target and a position in the
@@ -339,8 +342,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			return p.ended(end, &GaveUpError{Err: fmt.Errorf("%w (still failing after %s of retries without a commit: --retry-for)", err, p.cfg.RetryFor.Round(time.Second))})
 		}
 		wait := backoff
-		var replay *ReplayError
-		if errors.As(err, &replay) {
+		if Replays(err) {
 			wait = 0 // not a fault of the connection: replay at once
 		}
 		if !busySince.IsZero() {
@@ -459,7 +461,9 @@ func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started, con
 	p.queue = ch
 	err = p.applyLoop(ctx, cp, want, *stopAt, feed{chunks: ch, readDone: readDone, slotErr: slotErr}, sk)
 	p.queue = nil
-	if errors.Is(err, errCaughtUp) || ctx.Err() != nil {
+	// A stop for good settles too: what the session committed before the
+	// refused transaction (isolate.go) is then acknowledged.
+	if errors.Is(err, errCaughtUp) || ctx.Err() != nil || (err != nil && !Transient(err)) {
 		p.settle(ctx)
 	}
 	cancel()
@@ -536,6 +540,7 @@ type group struct {
 	tally Tally       // the changes applied in it since the last commit
 	told  int         // of txns, those a partial commit (CommitPartial) reported
 	txn   *source.Txn // the source transaction being applied
+	head  *source.Txn // the first source transaction since the last commit (isolate.go)
 	seq   int         // how many of its changes are applied (or were before a restart)
 	// midTxn: txn's last chunk, the one with its commit, is still to come.
 	midTxn bool
@@ -544,8 +549,10 @@ type group struct {
 // applyLoop applies chunks in order until an error or the end of ctx. cp
 // is what the target holds, want the same with what this session records
 // (the source's timeline) once a chunk came; sk is the pending skip.
-func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopAt source.LSN, f feed, sk *skipping) error {
+func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopAt source.LSN, f feed, sk *skipping) (err error) {
 	g := group{cp: want}
+	// How the session ends decides how the next one groups.
+	defer func() { err = p.isolate(&g, err) }()
 	stored := cp // what the target holds
 	ch, readDone := f.chunks, f.readDone
 	lastWrite := time.Now()
@@ -654,6 +661,8 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 			}
 			continue
 		}
+		// alone: the transaction completed here commits on its own.
+		alone := false
 		if c.Txn == nil { // idle mark
 			p.obs.SourceEnd(c.End)
 			g.cp.End, g.cp.Hold = max(g.cp.End, c.End), c.Hold
@@ -671,6 +680,9 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 				}
 				return err
 			}
+			if g.head == nil { // after gateCopies, which may commit
+				g.head = c.Txn
+			}
 			if err := p.applyOrSkip(ctx, &g, &stored, sk, c); err != nil {
 				p.rollback(ctx, &g)
 				return err
@@ -683,7 +695,7 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 			g.cp = g.cp.After(c.Txn, c.End)
 			g.cp.Hold = c.Hold
 			g.txns++
-			if g.open && g.txns < p.cfg.GroupTxns && backlog(ch) && time.Since(g.begun) < p.cfg.GroupDelay {
+			if alone = p.takeAlone(); !alone && g.open && g.txns < p.cfg.GroupTxns && backlog(ch) && time.Since(g.begun) < p.cfg.GroupDelay {
 				continue // a backlog: let the next transaction share this commit
 			}
 		}
@@ -693,7 +705,7 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 		if !g.open && g.cp.Same(stored) {
 			continue
 		}
-		if !g.open && time.Since(lastWrite) < p.cfg.IdleAdvance && !(p.cfg.CatchUp && g.cp.End >= stopAt) {
+		if !alone && !g.open && time.Since(lastWrite) < p.cfg.IdleAdvance && !(p.cfg.CatchUp && g.cp.End >= stopAt) {
 			deferred = deferred || c.Txn != nil
 			continue
 		}
@@ -812,7 +824,7 @@ func (p *Pipeline) applyChunk(ctx context.Context, g *group, stored *checkpoint.
 		*stored = g.cp
 		stored.PartialCommit, stored.PartialSeq = c.Txn.Commit, g.seq
 		p.committedAs(*stored, Commit{Txns: g.txns - g.told, Changes: g.tally, Duration: time.Since(began)})
-		g.open, g.told, g.tally = false, g.txns, Tally{}
+		g.open, g.told, g.tally, g.head = false, g.txns, Tally{}, c.Txn
 		if err := p.applyChanges(ctx, g, c.Txn, changes[:1]); err != nil {
 			return err
 		}

@@ -259,8 +259,11 @@ func TestReconnectResumesFromCheckpoint(t *testing.T) {
 
 func TestPermanentErrorStopsAndRollsBack(t *testing.T) {
 	src := &fakeSource{
-		server:   source.Server{SystemID: "sys", WALEnd: 0x900},
-		sessions: []script{{chunks: chunks(txn(1, 0x100, 1), txn(2, 0x200, 1), txn(3, 0x300, 1))}},
+		server: source.Server{SystemID: "sys", WALEnd: 0x900},
+		// A second session when 1 and 2 shared a target transaction: it
+		// commits 1 first (isolate.go).
+		sessions: []script{{chunks: chunks(txn(1, 0x100, 1), txn(2, 0x200, 1), txn(3, 0x300, 1))},
+			{chunks: chunks(txn(1, 0x100, 1), txn(2, 0x200, 1), txn(3, 0x300, 1))}},
 	}
 	tgt := &recordingTarget{cp: checkpoint.Row{SystemID: "sys", End: 0x10}, failXid: 2}
 	p := newTestPipeline(src, tgt, false)

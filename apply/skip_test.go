@@ -147,7 +147,8 @@ func TestSkipRefusals(t *testing.T) {
 }
 
 func TestPermanentErrorRecordsWhereItStopped(t *testing.T) {
-	src := &fakeSource{server: source.Server{SystemID: "sys", WALEnd: 0x900}, sessions: []script{{chunks: chunks(txn(1, 0x100, 1), txn(2, 0x200, 1))}}}
+	both := chunks(txn(1, 0x100, 1), txn(2, 0x200, 1))
+	src := &fakeSource{server: source.Server{SystemID: "sys", WALEnd: 0x900}, sessions: []script{{chunks: both}, {chunks: both}}}
 	tgt := &skipTarget{recordingTarget: &recordingTarget{cp: checkpoint.Row{Pipeline: "p", SystemID: "sys", End: 0x10}, failXid: 2}}
 	err := newTestPipeline(src, tgt.recordingTarget, false).withTarget(tgt).Run(t.Context())
 	if !NeedsPerson(err) {

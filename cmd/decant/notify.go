@@ -192,11 +192,12 @@ type pipelineEvents struct {
 }
 
 func (e *pipelineEvents) SessionEnded(s apply.SessionEnd) {
-	var replay *apply.ReplayError
-	if !s.Retry || s.Err == nil || errors.As(s.Err, &replay) || source.LostSlot(s.Err) {
+	if !s.Retry || s.Err == nil || apply.Replays(s.Err) || source.LostSlot(s.Err) {
 		// A replay change by change (to name the change a set-based
-		// statement failed on) is no failure to recover from; a lost
-		// slot that a resync repairs has events of its own.
+		// statement failed on), or one that commits transactions alone
+		// (to stop right before the one the target refuses), is no
+		// failure to recover from; a lost slot that a resync repairs has
+		// events of its own.
 		return
 	}
 	e.mu.Lock()

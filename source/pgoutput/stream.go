@@ -627,6 +627,9 @@ func (s *stream) send(ctx context.Context, c source.Chunk) error {
 			}
 			return nil
 		case <-ctx.Done():
+			// The applier ended: tell the source what the target holds
+			// now, as a stop while receiving does.
+			s.report(context.WithoutCancel(ctx))
 			return ctx.Err()
 		case <-s.ticker.C:
 			s.r.log.Debug("reader waiting for applier", "waiting", time.Since(start).Round(time.Second).String())
