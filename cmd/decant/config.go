@@ -193,7 +193,12 @@ func (f *flags) load(cmd *cobra.Command) (config, error) {
 	if err := c.validate(); err != nil {
 		return c, err
 	}
-	cmd.SetContext(source.WithLinks(cmd.Context(), source.NewLinks(logger(c), os.Getenv(loopbackIsRemoteEnv) == "1")))
+	// The context of a command that runs (main's) carries the process's
+	// Links, which every connection reports to; a command a test built
+	// and never ran has none to carry them.
+	if ctx := cmd.Context(); ctx != nil {
+		cmd.SetContext(source.WithLinks(ctx, source.NewLinks(logger(c), os.Getenv(loopbackIsRemoteEnv) == "1")))
+	}
 	return c, nil
 }
 
