@@ -177,31 +177,50 @@ func TestPostgresLinkRules(t *testing.T) {
 	wantLinkWarning(t, "verified", errOut, "source", notEncrypted, pgFix)
 
 	pw := url.UserPassword("pwuser", secret).String()
-	for _, c := range []struct {
-		what, tgt string
-		remote    bool
-		code      int
-		warn      string
-		refused   bool
-	}{
-		{"unverified", dsn("postgres", url.Values{"sslmode": {"require"}}), true, 0, notVerified, false},
-		{"cleartext refused", dsn(pw, url.Values{"sslmode": {"disable"}}), true, 1, notEncrypted, true},
-		{"cleartext allowed", dsn(pw, url.Values{"sslmode": {"disable"}, "allow_cleartext_password": {"true"}}), true, 0, notEncrypted, false},
-		{"cleartext on loopback", dsn(pw, url.Values{"sslmode": {"disable"}}), false, 0, "", false},
-	} {
+	refused := []string{"refused", "cleartext password", "sslmode=verify-full", "allow_cleartext_password=true"}
+	runLinkCases(t, p, "target", pgFix, []linkCase{
+		{what: "unverified", dsn: dsn("postgres", url.Values{"sslmode": {"require"}}), remote: true, warn: notVerified},
+		{what: "cleartext refused", dsn: dsn(pw, url.Values{"sslmode": {"disable"}}), remote: true, code: 1, warn: notEncrypted, refusal: refused},
+		{what: "cleartext allowed", dsn: dsn(pw, url.Values{"sslmode": {"disable"}, "allow_cleartext_password": {"true"}}), remote: true, warn: notEncrypted},
+		{what: "cleartext on loopback", dsn: dsn(pw, url.Values{"sslmode": {"disable"}})},
+	})
+}
+
+// linkCase is one decant status against a DSN for the side under test.
+type linkCase struct {
+	what, dsn string
+	remote    bool     // DECANT_LOOPBACK_IS_REMOTE stays set
+	code      int      // decant's exit code
+	warn      string   // the one warning about the side's link; "" for none
+	refusal   []string // what the one-line refusal says; nil: not refused
+	check     func(t *testing.T, stderr string)
+}
+
+// runLinkCases runs decant status for each case with its DSN as p's
+// side ("source", "target"), and checks exit code, warning and refusal.
+func runLinkCases(t *testing.T, p *pair, side, fix string, cases []linkCase) {
+	t.Helper()
+	for _, c := range cases {
 		t.Run(c.what, func(t *testing.T) {
 			if !c.remote {
 				t.Setenv("DECANT_LOOPBACK_IS_REMOTE", "")
 			}
 			q := *p
-			q.tgt = c.tgt
+			if side == "source" {
+				q.src = c.dsn
+			} else {
+				q.tgt = c.dsn
+			}
 			_, errOut, code := q.decant("status")
 			if code != c.code {
 				t.Fatalf("exit %d, want %d:\n%s", code, c.code, errOut)
 			}
-			wantLinkWarning(t, c.what, errOut, "target", c.warn, pgFix)
-			if c.refused {
-				oneLineError(t, c.what, errOut, "refused", "cleartext password", "sslmode=verify-full", "allow_cleartext_password=true")
+			wantLinkWarning(t, c.what, errOut, side, c.warn, fix)
+			if c.refusal != nil {
+				oneLineError(t, c.what, errOut, c.refusal...)
+			}
+			if c.check != nil {
+				c.check(t, errOut)
 			}
 		})
 	}
@@ -246,42 +265,33 @@ func TestMySQLLinkRules(t *testing.T) {
 	}
 	wantLinkWarning(t, "verified", errOut, "target", "", "")
 
+	// sent checks that the key server got n passwords encrypted to its
+	// key during the case, and that its refusal is what failed then.
+	sent := func(n int64) func(*testing.T, string) {
+		before := ks.PasswordsSent()
+		return func(t *testing.T, stderr string) {
+			if got := ks.PasswordsSent() - before; got != n {
+				t.Errorf("the key server got %d encrypted passwords, want %d:\n%s", got, n, stderr)
+			}
+			if n > 0 && !strings.Contains(stderr, "decant key stand-in") {
+				t.Errorf("the stand-in's refusal of the password is not what failed:\n%s", stderr)
+			}
+		}
+	}
+	refused := []string{"refused", "RSA public key", "tls-ca=FILE", "allowPublicKeyRetrieval=true"}
 	for _, c := range []struct {
-		what, tgt string
-		remote    bool
-		code      int
-		warn      string
-		refused   bool
-		sent      int64 // passwords the key server gets
+		linkCase
+		passwords int64 // the key server gets
 	}{
-		{"unverified", dsn(local, url.Values{"tls": {"skip-verify"}}), true, 0, notVerified, false, 0},
-		{"plain", dsn(local, nil), true, 0, notEncrypted, false, 0},
-		{"key refused", dsn(ks.Addr, nil), true, 1, notEncrypted, true, 0},
-		{"key allowed", dsn(ks.Addr, url.Values{"allowPublicKeyRetrieval": {"true"}}), true, 1, notEncrypted, false, 1},
-		{"key on loopback", dsn(ks.Addr, nil), false, 1, "", false, 1},
+		{linkCase{what: "unverified", dsn: dsn(local, url.Values{"tls": {"skip-verify"}}), remote: true, warn: notVerified}, 0},
+		{linkCase{what: "plain", dsn: dsn(local, nil), remote: true, warn: notEncrypted}, 0},
+		{linkCase{what: "key refused", dsn: dsn(ks.Addr, nil), remote: true, code: 1, warn: notEncrypted, refusal: refused}, 0},
+		{linkCase{what: "key allowed", dsn: dsn(ks.Addr, url.Values{"allowPublicKeyRetrieval": {"true"}}), remote: true, code: 1, warn: notEncrypted}, 1},
+		{linkCase{what: "key on loopback", dsn: dsn(ks.Addr, nil), code: 1}, 1},
 	} {
-		t.Run(c.what, func(t *testing.T) {
-			if !c.remote {
-				t.Setenv("DECANT_LOOPBACK_IS_REMOTE", "")
-			}
-			q := *p
-			q.tgt = c.tgt
-			before := ks.PasswordsSent()
-			_, errOut, code := q.decant("status")
-			if code != c.code {
-				t.Fatalf("exit %d, want %d:\n%s", code, c.code, errOut)
-			}
-			wantLinkWarning(t, c.what, errOut, "target", c.warn, myFix)
-			if c.refused {
-				oneLineError(t, c.what, errOut, "refused", "RSA public key", "tls-ca=FILE", "allowPublicKeyRetrieval=true")
-			}
-			if got := ks.PasswordsSent() - before; got != c.sent {
-				t.Errorf("the key server got %d encrypted passwords, want %d:\n%s", got, c.sent, errOut)
-			}
-			if c.sent > 0 && !strings.Contains(errOut, "decant key stand-in") {
-				t.Errorf("the stand-in's refusal of the password is not what failed:\n%s", errOut)
-			}
-		})
+		// The count is taken as the case starts: one case at a time.
+		c.check = sent(c.passwords)
+		runLinkCases(t, p, "target", myFix, []linkCase{c.linkCase})
 	}
 }
 
@@ -317,32 +327,11 @@ func TestGaussLinkRules(t *testing.T) {
 	}
 	wantLinkWarning(t, "verified", errOut, "source", "", "")
 
-	for _, c := range []struct {
-		what, src string
-		remote    bool
-		code      int
-		warn      string
-		refused   bool
-	}{
-		{"unverified", src(url.Values{"sslmode": {"require"}}), true, 0, notVerified, false},
-		{"cleartext refused", src(url.Values{"sslmode": {"disable"}}), true, 1, notEncrypted, true},
-		{"cleartext allowed", src(url.Values{"sslmode": {"disable"}, "allow_cleartext_password": {"true"}}), true, 0, notEncrypted, false},
-		{"cleartext on loopback", src(url.Values{"sslmode": {"disable"}}), false, 0, "", false},
-	} {
-		t.Run(c.what, func(t *testing.T) {
-			if !c.remote {
-				t.Setenv("DECANT_LOOPBACK_IS_REMOTE", "")
-			}
-			q := *g
-			q.src = c.src
-			_, errOut, code := q.decant("status")
-			if code != c.code {
-				t.Fatalf("exit %d, want %d:\n%s", code, c.code, errOut)
-			}
-			wantLinkWarning(t, c.what, errOut, "source", c.warn, pgFix)
-			if c.refused {
-				oneLineError(t, c.what, errOut, "refused", "cleartext password", "sslmode=verify-full", "allow_cleartext_password=true")
-			}
-		})
-	}
+	refused := []string{"refused", "cleartext password", "sslmode=verify-full", "allow_cleartext_password=true"}
+	runLinkCases(t, g, "source", pgFix, []linkCase{
+		{what: "unverified", dsn: src(url.Values{"sslmode": {"require"}}), remote: true, warn: notVerified},
+		{what: "cleartext refused", dsn: src(url.Values{"sslmode": {"disable"}}), remote: true, code: 1, warn: notEncrypted, refusal: refused},
+		{what: "cleartext allowed", dsn: src(url.Values{"sslmode": {"disable"}, "allow_cleartext_password": {"true"}}), remote: true, warn: notEncrypted},
+		{what: "cleartext on loopback", dsn: src(url.Values{"sslmode": {"disable"}})},
+	})
 }
