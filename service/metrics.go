@@ -1,6 +1,8 @@
 package service
 
 import (
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -44,6 +46,7 @@ type collector struct {
 	spillBytes, spillFiles                 *prometheus.Desc
 	walStatus, retained, slotCheck         *prometheus.Desc
 	copyRows, copyRowsEstimated, copyBytes *prometheus.Desc
+	connTLS                                *prometheus.Desc
 }
 
 func newCollector(s *State) *collector {
@@ -77,6 +80,7 @@ func newCollector(s *State) *collector {
 		copyRows:          d("copy_rows_done", "Rows copied of a table by the initial copy.", "table"),
 		copyRowsEstimated: d("copy_rows_estimated", "The source's estimate of a table's rows, for the initial copy.", "table"),
 		copyBytes:         d("copy_bytes_done", "Bytes copied of a table by the initial copy.", "table"),
+		connTLS:           d("connection_tls", "1 when the side's last connection is encrypted (TLS), 0 when plain; verified: the server's certificate chain and name were checked.", "side", "verified"),
 	}
 }
 
@@ -138,6 +142,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.retained, float64(retained(v.Slot)))
 	gauge(c.slotCheck, unixSeconds(s.slotCheckTime.Load()))
 	c.collectCopy(gauge)
+	if l := s.links.Load(); l != nil {
+		for _, st := range l.States() {
+			gauge(c.connTLS, bit(st.Encrypted), st.Side, strconv.FormatBool(st.Verified))
+		}
+	}
 }
 
 // collectCopy gives the initial copy's gauges, per table.

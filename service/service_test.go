@@ -327,3 +327,22 @@ func TestConflictCounters(t *testing.T) {
 		t.Error("a pair no policy can resolve is served")
 	}
 }
+
+// TestConnectionTLSGauge: each side's last link, 1 when encrypted, with
+// whether the server's certificate was verified.
+func TestConnectionTLSGauge(t *testing.T) {
+	st, _ := newTestState()
+	links := source.NewLinks(slog.New(slog.DiscardHandler), false)
+	st.WatchLinks(links)
+	srv := httptest.NewServer(Handler(st, NewRegistry(st), Probes{}))
+	defer srv.Close()
+	links.Observe(source.Link{Side: "source", Addr: "db:5432", Encrypted: true, Verified: true})
+	links.Observe(source.Link{Side: "target", Addr: "db:3306"})
+	_, body := scrape(t, srv, "/metrics")
+	wantSeries(t, body,
+		`decant_connection_tls{pipeline="p1",side="source",verified="true"} 1`,
+		`decant_connection_tls{pipeline="p1",side="target",verified="false"} 0`)
+	links.Observe(source.Link{Side: "target", Addr: "db:3306", Encrypted: true})
+	_, body = scrape(t, srv, "/metrics")
+	wantSeries(t, body, `decant_connection_tls{pipeline="p1",side="target",verified="false"} 1`)
+}

@@ -31,6 +31,7 @@ type State struct {
 	pipeline string
 	now      func() time.Time
 	spill    *source.SpillUsage
+	links    atomic.Pointer[source.Links] // the process's connections, for decant_connection_tls
 
 	streaming, retrying     atomic.Bool
 	sessions, reconnects    atomic.Int64
@@ -88,6 +89,9 @@ func NewState(pipeline string, spill *source.SpillUsage) *State {
 		copying: map[source.TableName]*copyTable{},
 	}
 }
+
+// WatchLinks makes the metrics show the links l records.
+func (s *State) WatchLinks(l *source.Links) { s.links.Store(l) }
 
 // Pipeline is the pipeline's name.
 func (s *State) Pipeline() string { return s.pipeline }

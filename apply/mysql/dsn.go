@@ -26,8 +26,15 @@ func IsDSN(dsn string) bool {
 // several statements per round trip, and UPDATE reporting matched rather
 // than changed rows. The target database is required. TLS with a private
 // CA or a client certificate comes from decant's tls-* parameters (tls.go).
-// Connections dial with short TCP keepalives (source.Dialer).
+// Connections dial with short TCP keepalives (source.Dialer), through
+// the guard of link.go (AllowKeyParam).
 func ParseDSN(dsn string) (*mysql.Config, error) {
+	cfg, _, err := parseDSN(dsn)
+	return cfg, err
+}
+
+// parseDSN is ParseDSN with the guard the config dials through.
+func parseDSN(dsn string) (*mysql.Config, *linkGuard, error) {
 	var cfg *mysql.Config
 	var err error
 	if strings.HasPrefix(dsn, "mysql://") {
@@ -36,10 +43,10 @@ func ParseDSN(dsn string) (*mysql.Config, error) {
 		cfg, err = mysql.ParseDSN(dsn)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if cfg.DBName == "" {
-		return nil, fmt.Errorf("MySQL DSN names no database: want mysql://user:pass@host:port/database")
+		return nil, nil, fmt.Errorf("MySQL DSN names no database: want mysql://user:pass@host:port/database")
 	}
 	if cfg.Params == nil {
 		cfg.Params = map[string]string{}
@@ -48,7 +55,7 @@ func ParseDSN(dsn string) (*mysql.Config, error) {
 	cfg.Params["sql_mode"] = "'STRICT_ALL_TABLES,NO_ZERO_IN_DATE,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION,NO_AUTO_VALUE_ON_ZERO'"
 	cfg.Params["foreign_key_checks"] = "0"
 	if err := cfg.Apply(mysql.Charset("utf8mb4", "utf8mb4_bin")); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg.Loc = time.UTC
 	cfg.ParseTime = false
@@ -70,12 +77,17 @@ func ParseDSN(dsn string) (*mysql.Config, error) {
 		cfg.TLS.ServerName = host
 	}
 	if err := applyTLS(cfg, host); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Ask the server for its max_allowed_packet, so that a statement too
 	// large for it fails before it is sent, with a clear error.
 	cfg.MaxAllowedPacket = 0
-	return cfg, nil
+	g, err := newLinkGuard(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.DialFunc = g.Dial
+	return cfg, g, nil
 }
 
 func fromURL(dsn string) (*mysql.Config, error) {

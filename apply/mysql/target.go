@@ -245,15 +245,16 @@ type Session struct {
 // by default) bounds it all: the driver's own applies to the dial only,
 // and a server that accepts TCP but never greets would hang the handshake.
 func Connect(ctx context.Context, dsn string) (Session, error) {
-	cfg, err := ParseDSN(dsn)
+	cfg, g, err := parseDSN(dsn)
 	if err != nil {
 		return Session{}, fmt.Errorf("target: %w", err)
 	}
-	connector, err := mysql.NewConnector(cfg)
+	g.links = source.LinksFrom(ctx)
+	mc, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return Session{}, fmt.Errorf("target: %w", err)
 	}
-	db := sql.OpenDB(connector)
+	db := sql.OpenDB(connector{Connector: mc, g: g})
 	var s Session
 	connect := source.Bound{Peer: "target", Setting: "timeout= in the target DSN", Timeout: cfg.Timeout}
 	err = connect.Do(ctx, "connect", func(ctx context.Context) error {

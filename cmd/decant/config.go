@@ -190,8 +190,24 @@ func (f *flags) load(cmd *cobra.Command) (config, error) {
 	if c.Pipeline == "" {
 		c.Pipeline = "decant"
 	}
-	return c, c.validate()
+	if err := c.validate(); err != nil {
+		return c, err
+	}
+	// The context of a command that runs (main's) carries the process's
+	// Links, which every connection reports to; a command a test built
+	// and never ran has none to carry them.
+	if ctx := cmd.Context(); ctx != nil {
+		cmd.SetContext(source.WithLinks(ctx, source.NewLinks(logger(c), os.Getenv(loopbackIsRemoteEnv) == "1")))
+	}
+	return c, nil
 }
+
+// loopbackIsRemoteEnv, set to 1, makes decant treat connections to
+// loopback addresses as remote ones: warned about unless verified, no
+// cleartext password, no unverified server key (source.Links). It exists
+// so that tests on a machine whose only network is loopback can prove
+// the rules for remote hosts; it only makes decant stricter.
+const loopbackIsRemoteEnv = "DECANT_LOOPBACK_IS_REMOTE"
 
 // validate checks the settings and derives what the packages take from
 // them; every mistake is a usage error, found before anything connects.

@@ -38,7 +38,7 @@ decant cutover.`,
 			}
 			defer stopNotifier(cmd.Context(), n, log)
 			// The endpoint serves the copy's progress too.
-			ob, err := startObserving(c, ro.service, log)
+			ob, err := startObserving(cmd.Context(), c, ro.service, log)
 			if err != nil {
 				return err
 			}

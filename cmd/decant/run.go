@@ -138,7 +138,7 @@ type runOptions struct {
 // runObserved runs the pipeline with its state kept, served on
 // --http-addr with n's counts and logged as the progress line.
 func runObserved(ctx context.Context, c config, o runOptions, log *slog.Logger, n *notify.Notifier) error {
-	ob, err := startObserving(c, o.service, log)
+	ob, err := startObserving(ctx, c, o.service, log)
 	if err != nil {
 		return err
 	}

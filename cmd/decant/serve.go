@@ -39,12 +39,13 @@ type observing struct {
 
 // startObserving keeps the pipeline's state and serves it on --http-addr,
 // from before anything streams (a migrate's copy included).
-func startObserving(c config, o serviceOptions, log *slog.Logger) (*observing, error) {
+func startObserving(ctx context.Context, c config, o serviceOptions, log *slog.Logger) (*observing, error) {
 	if o.maxLag <= 0 {
 		return nil, usagef("invalid --ready-max-lag %s: give a positive duration, like 1m", o.maxLag)
 	}
 	spill := &source.SpillUsage{}
 	ob := &observing{state: service.NewState(c.Pipeline, spill), spill: spill, stopProgress: func() {}, stopLag: func() {}}
+	ob.state.WatchLinks(source.LinksFrom(ctx))
 	if o.addr == "" {
 		return ob, nil
 	}

@@ -38,6 +38,10 @@ type PostgresOptions struct {
 	// TLS makes a CA and certificates (TLSFiles) and turns ssl on with
 	// them; clients may still connect without TLS.
 	TLS bool
+	// HBA are pg_hba.conf lines put before the cluster's own (which
+	// trust every local and loopback connection), e.g. "host all pw
+	// 127.0.0.1/32 password" for a role that must send its password.
+	HBA []string
 }
 
 var reapPostgres sync.Once
@@ -65,6 +69,10 @@ func StartPostgres(ctx context.Context, opts PostgresOptions) (*Postgres, error)
 		p.Remove()
 		return nil, err
 	}
+	if err := p.prependHBA(opts.HBA); err != nil {
+		p.Remove()
+		return nil, err
+	}
 	if opts.TLS {
 		if p.TLS, err = makeTLS(filepath.Join(root, "tls"), "postgres"); err != nil {
 			p.Remove()
@@ -81,6 +89,23 @@ func StartPostgres(ctx context.Context, opts PostgresOptions) (*Postgres, error)
 		return nil, err
 	}
 	return p, nil
+}
+
+// prependHBA puts lines before the data directory's pg_hba.conf rules,
+// which the server reads at start; the first rule that matches wins.
+func (p *Postgres) prependHBA(lines []string) error {
+	if len(lines) == 0 {
+		return nil
+	}
+	path := filepath.Join(p.Dir, "pg_hba.conf")
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("harness: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"+string(old)), 0o600); err != nil {
+		return fmt.Errorf("harness: %w", err)
+	}
+	return nil
 }
 
 // startOnFreePort writes decant.conf for a free port and starts the

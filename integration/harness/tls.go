@@ -11,6 +11,7 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"os/user"
 	"path/filepath"
 	"time"
 )
@@ -24,6 +25,16 @@ type TLSFiles struct {
 	ServerCert, ServerKey string
 	ClientCert, ClientKey string
 	OtherCA               string
+}
+
+// MakeTLS writes TLSFiles into dir (which it creates), owned by the user
+// the tests run as: for a server run in the test process (gaussstub).
+func MakeTLS(dir string) (*TLSFiles, error) {
+	u, err := user.Current()
+	if err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
+	}
+	return makeTLS(dir, u.Username)
 }
 
 // makeTLS creates dir and writes the files into it; the server's key is

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgproto3"
+
+	"github.com/decant/decant/source"
 )
 
 // Public vectors: opengauss-mirror/openGauss-connector-go-pq @ 829bbf3d,
@@ -334,7 +336,7 @@ func TestAuthHandshakeSM3(t *testing.T) {
 		}()
 	}()
 	client.SetDeadline(time.Now().Add(10 * time.Second))
-	hc, err := handshake(client, ConnConfig{Host: "h", Port: 1, User: "u", Password: "sm3@abc123", Database: "d"})
+	hc, err := handshake(client, ConnConfig{Host: "h", Port: 1, User: "u", Password: "sm3@abc123", Database: "d"}, false)
 	if err != nil {
 		t.Fatalf("handshake: %v (server: %v)", err, <-errc)
 	}
@@ -344,4 +346,44 @@ func TestAuthHandshakeSM3(t *testing.T) {
 	if hc.PID != 77 || hc.ParameterStatuses["server_version"] != "9.2.4" || hc.TxStatus != 'I' {
 		t.Errorf("handshake result = pid %d params %v tx %c", hc.PID, hc.ParameterStatuses, hc.TxStatus)
 	}
+}
+
+// TestHandshakeRefusesCleartext: over a link where a cleartext password
+// is refused, the request for one ends the handshake with a
+// RefusedError, and the server never gets a password message.
+func TestHandshakeRefusesCleartext(t *testing.T) {
+	client, server := net.Pipe()
+	defer client.Close()
+	got := make(chan byte, 1)
+	go func() {
+		defer server.Close()
+		if err := readStartup(server); err != nil {
+			got <- 0
+			return
+		}
+		msg := append([]byte{'R'}, binary.BigEndian.AppendUint32(nil, 8)...)
+		server.Write(binary.BigEndian.AppendUint32(msg, authCleartext))
+		typ, _, _ := readMessage(server) // fails at EOF unless a password came
+		got <- typ
+	}()
+	client.SetDeadline(time.Now().Add(10 * time.Second))
+	_, err := handshake(client, ConnConfig{Host: "h", Port: 1, User: "u", Password: "secret-pw", Database: "d"}, true)
+	var refused *source.RefusedError
+	if !errors.As(err, &refused) || strings.Contains(err.Error(), "secret-pw") {
+		t.Fatalf("handshake: %v, want a RefusedError", err)
+	}
+	client.Close()
+	if typ := <-got; typ != 0 {
+		t.Errorf("the server got message %q after asking for a cleartext password", typ)
+	}
+}
+
+// readStartup reads past the startup packet.
+func readStartup(r io.Reader) error {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return err
+	}
+	_, err := io.CopyN(io.Discard, r, int64(binary.BigEndian.Uint32(hdr[:]))-4)
+	return err
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/decant/decant/source"
+	"github.com/decant/decant/source/pgsession"
 )
 
 // ConnConfig is how to reach a GaussDB/openGauss server.
@@ -39,6 +40,10 @@ type ConnConfig struct {
 	// 11, which does not send it); 0 means the server's default, 10000.
 	AuthIterations int
 	TLS            TLSConfig
+	// AllowCleartext lets a cleartext password cross an unencrypted
+	// connection to a remote host (the DSN's allow_cleartext_password,
+	// pgsession.AllowCleartextParam); without it decant refuses.
+	AllowCleartext bool
 	// Coalesce batches the socket's reads while data arrives fast
 	// (source.Coalesce): for a connection that streams changes.
 	Coalesce bool
@@ -91,7 +96,8 @@ func (c ConnConfig) Validate() error {
 // opengauss://... (also postgres:// and postgresql:// for convenience).
 // Query parameters: connect_timeout (seconds, default 10), sslmode,
 // sslrootcert, sslcert, sslkey (TLSConfig), replication
-// (database), auth_iteration_count (see ConnConfig.AuthIterations); any
+// (database), auth_iteration_count (see ConnConfig.AuthIterations),
+// allow_cleartext_password (ConnConfig.AllowCleartext); any
 // other parameter goes to the startup packet. The port
 // defaults to 5432 and the database to the user name.
 func ParseDSN(dsn string) (ConnConfig, error) {
@@ -176,6 +182,12 @@ func (c *ConnConfig) applyQuery(q url.Values) error {
 			c.TLS.Key = v
 		case "sslpassword", "sslcrl":
 			return fmt.Errorf("invalid DSN: %s is not supported: use an unencrypted key file, and no CRL", k)
+		case pgsession.AllowCleartextParam:
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("invalid DSN: %s=%q: want true or false", k, v)
+			}
+			c.AllowCleartext = b
 		case "auth_iteration_count":
 			// The server's GUC of that name, as it was
 			// when the password was set; decant's, not sent.
@@ -242,7 +254,8 @@ func Connect(ctx context.Context, cfg ConnConfig) (*pgconn.PgConn, error) {
 		}
 		return fail(err)
 	}
-	hc, err := handshake(nc, cfg)
+	refuse := observeLink(ctx, raw, nc, addr) && !cfg.AllowCleartext
+	hc, err := handshake(nc, cfg, refuse)
 	if !stop() || (err != nil && ctx.Err() != nil) {
 		nc.Close()
 		if err == nil || errors.Is(err, io.EOF) || isTimeout(err) {
@@ -270,6 +283,16 @@ func Connect(ctx context.Context, cfg ConnConfig) (*pgconn.PgConn, error) {
 		return fail(err)
 	}
 	return conn, nil
+}
+
+// observeLink reports the link to the source (source.Links) and whether it
+// is unencrypted to a remote host, where a cleartext password is refused.
+func observeLink(ctx context.Context, raw, nc net.Conn, addr string) (exposed bool) {
+	links := source.LinksFrom(ctx)
+	k := source.Link{Side: "source", Addr: addr, Local: links.Local(raw.RemoteAddr()), Fix: pgsession.Fix}
+	k.Encrypted, k.Verified = source.TLSOf(nc)
+	links.Observe(k)
+	return !k.Encrypted && !k.Local
 }
 
 func isTimeout(err error) bool {
@@ -316,8 +339,10 @@ func startupParams(cfg ConnConfig) [][2]string {
 
 // handshake runs the startup phase up to ReadyForQuery. It reads straight
 // from nc, one message at a time, so that nothing the server sends after
-// ReadyForQuery is left in a private buffer when pgx takes over.
-func handshake(nc net.Conn, cfg ConnConfig) (*pgconn.HijackedConn, error) {
+// ReadyForQuery is left in a private buffer when pgx takes over. With
+// refuseCleartext, a request for a cleartext password fails before the
+// password is sent.
+func handshake(nc net.Conn, cfg ConnConfig, refuseCleartext bool) (*pgconn.HijackedConn, error) {
 	if _, err := nc.Write(startupMessage(cfg)); err != nil {
 		return nil, fmt.Errorf("send startup message: %w", err)
 	}
@@ -329,6 +354,9 @@ func handshake(nc net.Conn, cfg ConnConfig) (*pgconn.HijackedConn, error) {
 		}
 		switch typ {
 		case 'R':
+			if refuseCleartext && len(body) >= 4 && binary.BigEndian.Uint32(body) == authCleartext {
+				return nil, pgsession.CleartextRefused(nc.RemoteAddr().String())
+			}
 			answer, done, err := authAnswer(body, cfg.User, cfg.Password, cfg.AuthIterations)
 			if err != nil {
 				return nil, err

@@ -44,8 +44,14 @@ const defaultConnectTimeout = 10 * time.Second
 // ParseDSN parses a postgres:// URL (or key=value string) into a pgconn
 // config with decant's session settings. It gives a connect timeout of
 // 10 s when the DSN names none, and dials with short TCP keepalives
-// (source.Dialer). Its errors never contain the DSN's password.
+// (source.Dialer). Its errors never contain the DSN's password. A
+// session it opens reports its link as the source's (linkGuard).
 func ParseDSN(dsn string) (*pgconn.Config, error) {
+	return parseDSN(dsn, "source")
+}
+
+// parseDSN is ParseDSN for a session to side ("source", "target").
+func parseDSN(dsn, side string) (*pgconn.Config, error) {
 	if dsn == "" {
 		return nil, fmt.Errorf("empty DSN: want postgres://user:password@host:port/database")
 	}
@@ -68,6 +74,9 @@ func ParseDSN(dsn string) (*pgconn.Config, error) {
 	}
 	// ConnectTimeout bounds the whole connect, dial included.
 	cfg.DialFunc = source.Dialer().DialContext
+	if err := guardLink(cfg, side); err != nil {
+		return nil, err
+	}
 	return cfg, nil
 }
 
@@ -129,7 +138,7 @@ func Connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
 // ConnectAs opens an SQL session with decant's session settings; role
 // ("source", "target") names the server in errors.
 func ConnectAs(ctx context.Context, role, dsn string) (*pgx.Conn, error) {
-	pc, err := ParseDSN(dsn)
+	pc, err := parseDSN(dsn, role)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", role, err)
 	}
