@@ -90,6 +90,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"mppdb ddl bad JSON", mpp, []byte("prefix: deparse, lsn: 1, relid 1, cmdtype: Simple, size: 3, content: {x}"), 70, "JSON object key"},
 		{"mppdb ddl bad owner", mpp, []byte("prefix: deparse, lsn: 1, relid 1, cmdtype: Simple, size: 3, content: {}\ndecode to: X"), 84, "[owner"},
 		{"mppdb ddl bad lsn", mpp, []byte("prefix: deparse, lsn: x, content: {}"), 22, "decimal LSN"},
+		{"mppdb ddl of another prefix", mpp, []byte("prefix: decant, lsn: 1, relid 1, cmdtype: Simple, size: 3, content: {}"), 0, `prefix "deparse"`},
 		{"mppdb text garbage", mpp, []byte("xyz"), 0, "BEGIN, COMMIT, JSON DML"},
 		{"mppdb batch", gauss.Format{Style: 'm', Batch: true}, []byte("BEGIN"), 0, "non-batch"},
 		{"unknown style", gauss.Format{Style: 'x'}, []byte("BEGIN"), 0, "known format style"},

@@ -36,8 +36,13 @@ func decodeMppdb(f Format, p []byte, dataStart source.LSN) ([]Record, error) {
 		rec, err = jsonRecord(f, p, 0, len(p), true)
 	case strings.HasPrefix(s, "table "):
 		rec, err = mppdbTruncate(f, s)
-	case strings.HasPrefix(s, "prefix: "):
+	case strings.HasPrefix(s, "prefix: deparse, "):
+		// Only the server's own deparse (LogLogicalDDLMessage("deparse",
+		// ...) from the publication's event trigger functions, og:ddlmsg)
+		// writes a DDL record; any other prefix is not one of them.
 		rec, err = deparseDDL(f, p)
+	case strings.HasPrefix(s, "prefix: "):
+		err = &DecodeError{Format: f, Expected: `a DDL record with prefix "deparse", the one the server's DDL deparse writes`}
 	case hasWordPrefix(s, "ABORT"), hasWordPrefix(s, "PREPARE"):
 		err = &DecodeError{Format: f, Expected: "a streamed record (ABORT and PREPARE come only from area decoding)"}
 	default:
