@@ -518,7 +518,7 @@ func newMyFixture(t *testing.T) *myFixture {
 	if _, err := db.ExecContext(ctx, "CREATE TABLE t (id int PRIMARY KEY, v text)"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := checkpoint.MySQLEnsure(ctx, db, checkpoint.Row{Pipeline: "p", SystemID: "1", Commit: 100, End: 100}); err != nil {
+	if _, _, err := checkpoint.MySQLEnsure(ctx, db, checkpoint.Row{Pipeline: "p", SystemID: "1", Commit: 100, End: 100, DDL: true}); err != nil {
 		t.Fatal(err)
 	}
 	def, err := checkpoint.EncodeDef(myStmtsDef)
