@@ -284,7 +284,7 @@ var errCaughtUp = errors.New("caught up")
 // target's checkpoint.
 func (p *Pipeline) Run(ctx context.Context) error {
 	defer p.tgt.Close(ctx)
-	var stopAt source.LSN // catch-up goal, fixed at the first successful start
+	var stopAt source.Goal // catch-up goal, fixed at the first successful start
 	var busySince time.Time
 	var failingSince time.Time // the start of the first session of a series that committed nothing
 	started := false
@@ -395,7 +395,7 @@ func (p *Pipeline) ended(end SessionEnd, err error) error {
 
 // session runs reader and applier once, from the target's checkpoint;
 // connected is set once it reached both ends.
-func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started, connected *bool) error {
+func (p *Pipeline) session(ctx context.Context, stopAt *source.Goal, started, connected *bool) error {
 	srv, err := p.src.Identify(ctx)
 	if err != nil {
 		return err
@@ -408,8 +408,10 @@ func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started, con
 		return fmt.Errorf("source system identifier is %s but the target's checkpoint for pipeline %s was recorded from %s: decant is pointed at a different source server; fix --source, or run decant drop and init for the new source",
 			srv.SystemID, cp.Pipeline, cp.SystemID)
 	}
-	if !*started {
-		*stopAt = srv.WALEnd
+	if !*started && p.cfg.CatchUp {
+		if *stopAt, err = p.goal(ctx, srv); err != nil {
+			return err
+		}
 	}
 	*started = true
 	if err := p.opened(ctx, cp); err != nil {
@@ -424,7 +426,7 @@ func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started, con
 	if err := p.sync.start(ctx); err != nil {
 		return err
 	}
-	if p.cfg.CatchUp && cp.End >= *stopAt {
+	if p.cfg.CatchUp && cp.Reached(*stopAt) {
 		// Nothing to stream, but a slot that cannot stream what comes
 		// next is said now, not at the next run.
 		if err := p.checkSlotOnce(ctx, cp); err != nil {
@@ -469,6 +471,23 @@ func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started, con
 		err = readErr
 	}
 	return err
+}
+
+// goal is where this run's catch-up ends: the source's log end now, or
+// what a GoalSource names (a CSN-ordered slot, whose stream shows no log
+// end). It is taken once, at the first start, so a reconnect does not move
+// it.
+func (p *Pipeline) goal(ctx context.Context, srv source.Server) (source.Goal, error) {
+	gs, ok := p.src.(GoalSource)
+	if !ok {
+		return source.Goal{LSN: srv.WALEnd}, nil
+	}
+	g, err := gs.Goal(ctx, srv)
+	if err != nil {
+		return g, fmt.Errorf("take the catch-up goal: %w", err)
+	}
+	p.log.Info("catching up", "goal", g.String())
+	return g, nil
 }
 
 // recheckSlot judges a reader's report that the slot was confirmed past
@@ -544,7 +563,7 @@ type group struct {
 // applyLoop applies chunks in order until an error or the end of ctx. cp
 // is what the target holds, want the same with what this session records
 // (the source's timeline) once a chunk came; sk is the pending skip.
-func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopAt source.LSN, f feed, sk *skipping) error {
+func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopAt source.Goal, f feed, sk *skipping) error {
 	g := group{cp: want}
 	stored := cp // what the target holds
 	ch, readDone := f.chunks, f.readDone
@@ -575,7 +594,7 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 			return err
 		}
 		lastWrite = time.Now()
-		if p.cfg.CatchUp && stored.End >= stopAt {
+		if p.cfg.CatchUp && stored.Reached(stopAt) {
 			return errCaughtUp
 		}
 		return nil
@@ -648,7 +667,7 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 			}
 			if wrote {
 				lastWrite = time.Now()
-				if p.cfg.CatchUp && stored.End >= stopAt {
+				if p.cfg.CatchUp && stored.Reached(stopAt) {
 					return errCaughtUp
 				}
 			}
@@ -657,14 +676,21 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 		if c.Txn == nil { // idle mark
 			p.obs.SourceEnd(c.End)
 			g.cp.End, g.cp.Hold = max(g.cp.End, c.End), c.Hold
+			if c.CSN > 0 { // every transaction below c.CSN came before it
+				g.cp.CSN = max(g.cp.CSN, c.CSN-1)
+			}
 		} else {
-			if stored.Applied(c.Txn) {
+			done, err := stored.Applied(c.Txn)
+			if err != nil {
+				p.rollback(ctx, &g)
+				return err
+			}
+			if done {
 				continue // replayed after a restart: already on the target
 			}
 			if g.txn != c.Txn {
 				p.obs.Received(c.Txn)
 			}
-			var err error
 			if c.Changes, err = p.gateCopies(ctx, &g, c, write); err != nil {
 				if !errors.Is(err, errCaughtUp) {
 					p.rollback(ctx, &g)
@@ -693,7 +719,7 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 		if !g.open && g.cp.Same(stored) {
 			continue
 		}
-		if !g.open && time.Since(lastWrite) < p.cfg.IdleAdvance && !(p.cfg.CatchUp && g.cp.End >= stopAt) {
+		if !g.open && time.Since(lastWrite) < p.cfg.IdleAdvance && !(p.cfg.CatchUp && g.cp.Reached(stopAt)) {
 			deferred = deferred || c.Txn != nil
 			continue
 		}

@@ -388,7 +388,7 @@ func TestGaussCSNOrder(t *testing.T) {
 	q := newPair(t)
 	psql(t, q.tgt, mixedSchema)
 	q.src = p.src
-	runGauss(t, q, work, "gaussdb", []string{"parallel-decode-num=2", "decode-style=b", "output-order=1"}, nil)
+	runGauss(t, q, work, "gaussdb", []string{"parallel-decode-num=2", "decode-style=b", "output-order=1", "enable-decode-position=true"}, nil)
 	last := work.txns[len(work.txns)-1]
 	if got := queryValue(t, q.tgt, `SELECT commit_csn::text FROM decant.checkpoint WHERE pipeline = '`+q.name+`'`); got != fmt.Sprint(last.CSN) {
 		t.Errorf("checkpoint CSN %s, want the last transaction's %d", got, last.CSN)
