@@ -560,6 +560,13 @@ type group struct {
 	midTxn bool
 }
 
+// closable reports whether the group's open target transaction may commit
+// now: it holds complete source transactions, and nothing of the one in
+// progress (a source transaction is never split across two commits).
+func (g *group) closable() bool {
+	return g.open && g.txns > 0 && (!g.midTxn || g.seq == 0)
+}
+
 // applyLoop applies chunks in order until an error or the end of ctx. cp
 // is what the target holds, want the same with what this session records
 // (the source's timeline) once a chunk came; sk is the pending skip.
@@ -583,6 +590,14 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 	poll := time.NewTimer(time.Hour)
 	poll.Stop()
 	defer poll.Stop()
+	// An open target transaction whose every write belongs to complete
+	// source transactions commits within GroupDelay of its first write,
+	// whatever the chunks after it brought: a backlog left it open, and the
+	// next chunk may write nothing (a replay, a part of a transaction whose
+	// changes the target does not take) before the source falls silent.
+	due := time.NewTimer(time.Hour)
+	due.Stop()
+	defer due.Stop()
 	beat := time.NewTicker(BeatInterval)
 	defer beat.Stop()
 	deferred := false
@@ -601,7 +616,11 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 	}
 	for {
 		var c source.Chunk
-		var pending, unflushed <-chan time.Time
+		var pending, unflushed, grouped <-chan time.Time
+		if g.closable() {
+			due.Reset(max(time.Until(g.begun.Add(p.cfg.GroupDelay)), 0))
+			grouped = due.C
+		}
 		if deferred && !g.open {
 			advance.Reset(max(time.Until(lastWrite.Add(p.cfg.IdleAdvance)), 0))
 			pending = advance.C
@@ -620,6 +639,15 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 				p.rollback(ctx, &g)
 				return err
 			}
+			continue
+		case <-grouped:
+			// The transaction in progress, if any, wrote nothing yet: it
+			// stays the one being applied.
+			txn, mid := g.txn, g.midTxn
+			if err := write(); err != nil {
+				return err
+			}
+			g.txn, g.midTxn = txn, mid
 			continue
 		case <-pending:
 			deferred = false

@@ -206,6 +206,36 @@ func TestEachTransactionCommitsWithoutBacklog(t *testing.T) {
 	}
 }
 
+// A backlog keeps a group open for the next transaction; when the next
+// chunk writes nothing (here the first part of a transaction whose commit
+// has not come, without changes for the target) and the source then falls
+// silent, the group still commits within GroupDelay: no target
+// transaction waits for a chunk that may never come.
+func TestOpenGroupCommitsWithoutAnotherChunk(t *testing.T) {
+	src := &fakeSource{server: source.Server{SystemID: "sys", WALEnd: 0x208}, sent: make(chan struct{})}
+	next := &source.Txn{Xid: 2, Commit: 0x200}
+	src.sessions = []script{{chunks: chunks(txn(1, 0x100, 1), []source.Chunk{{Txn: next}})}}
+	// The first Apply waits until both chunks are queued, so the applier
+	// sees the backlog when transaction 1 commits.
+	tgt := &recordingTarget{cp: checkpoint.Row{SystemID: "sys", End: 0x10}, gate: make(chan struct{})}
+	go func() {
+		<-src.sent
+		close(tgt.gate)
+	}()
+	p := New(Config{GroupDelay: 50 * time.Millisecond, IdleAdvance: time.Nanosecond}, src, tgt)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	waitUntil(t, func() bool { return p.Acked() == 0x108 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if want := "open; begin; apply 1×1; checkpoint 0/108 xid 1; commit"; tgt.calls() != want {
+		t.Errorf("calls:\n got %s\nwant %s", tgt.calls(), want)
+	}
+}
+
 // On one thread (run --procs 1) the reader waits for the applier to
 // yield whenever the channel is full: a backlog longer than the channel
 // still shares one commit.
