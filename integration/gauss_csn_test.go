@@ -89,3 +89,39 @@ func TestGaussCSNCatchUpNeedsPositions(t *testing.T) {
 	}
 	oneLineError(t, "CSN catch-up without positions", errOut, "enable-decode-position=true", "CSN-ordered")
 }
+
+// TestGaussCSNCutover: cutover from a CSN-ordered slot, with decant run
+// applying and WAL after the last replicated commit, reaches its fence:
+// the next CSN, with the decode position it requested behind it.
+func TestGaussCSNCutover(t *testing.T) {
+	p := newPair(t)
+	p.both(mixedSchema)
+	work := captureWorkload(t, p, "accounts, events, batches, marker", func() {
+		if _, err := workload(t, p.src, 2, 40); err != nil {
+			t.Fatal(err)
+		}
+		finalMarker(t, p.src)
+	})
+	q := newPair(t)
+	psql(t, q.tgt, mixedSchema)
+	q.src = p.src
+	srv := startStandIn(t, "7300000000000000031")
+	options := csnFormats[0].options
+	g := gaussPair(t, q, srv, options)
+	g.mustDecant("init")
+	a := g.start()
+	defer a.stop(t)
+	srv.Append(work.txns...)
+	unlisted := srv.CommitUnlisted()
+	srv.AddWAL(0x4000)
+	out := g.mustDecant(append([]string{"cutover", "--timeout", "2m"}, g.extra...)...)
+	if !strings.Contains(out, fmt.Sprintf("CSN %d", unlisted+1)) {
+		t.Errorf("cutover's fence is not the next CSN, %d:\n%s", unlisted+1, out)
+	}
+	q.assertEqual()
+	_, errOut, code := g.decant(append([]string{"cutover", "--verify"}, g.extra...)...)
+	if code != 2 {
+		t.Errorf("cutover --verify from GaussDB: exit %d, want 2 (usage)", code)
+	}
+	oneLineError(t, "cutover --verify from GaussDB", errOut, "PostgreSQL source")
+}

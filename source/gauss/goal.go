@@ -84,3 +84,40 @@ func CSNGoal(ctx context.Context, conn *pgconn.PgConn) (source.Goal, error) {
 	}
 	return source.Goal{CSN: next}, nil
 }
+
+// Fence takes cutover's goal for the pipeline: on a CSN-ordered slot the
+// catch-up goal (CSNGoal), on an LSN-ordered one the log end now, with a
+// decode position requested behind it when the stream sends them, so an
+// idle parallel stream reaches it without waiting for its own request.
+func (a *Admin) Fence(ctx context.Context) (source.Goal, error) {
+	if a.opts.CSNOrder() && !a.opts.DecodePosition() {
+		return source.Goal{}, setupf("slot %s is CSN-ordered: cutover's fence is a decode position decant requests, so it needs the decoding option enable-decode-position=true", a.slot)
+	}
+	var g source.Goal
+	if !a.opts.CSNOrder() {
+		srv, err := identify(ctx, a.conn)
+		if err != nil {
+			return g, err
+		}
+		g.LSN = srv.WALEnd
+		if !a.opts.DecodePosition() || !a.opts.Parallel() {
+			return g, nil
+		}
+	}
+	cc, err := ParseDSN(a.dsn)
+	if err != nil {
+		return g, err
+	}
+	conn, err := Connect(ctx, cc) // an ordinary session: the position functions are SQL
+	if err != nil {
+		return g, err
+	}
+	defer pgsession.Close(ctx, conn)
+	if a.opts.CSNOrder() {
+		return CSNGoal(ctx, conn)
+	}
+	if _, err := conn.Exec(ctx, addPositionCall).ReadAll(); err != nil {
+		return g, fmt.Errorf("ask the source for a decode position: %w", err)
+	}
+	return g, nil
+}
