@@ -192,15 +192,7 @@ func TestEachTransactionCommitsWithoutBacklog(t *testing.T) {
 	tgt := &recordingTarget{cp: checkpoint.Row{SystemID: "sys", End: 0x10}}
 	// One chunk at a time: the applier never sees a backlog.
 	src.sessions = []script{{chunks: txn(1, 0x100, 1)}}
-	p := newTestPipeline(src, tgt, false)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	waitUntil(t, func() bool { return p.Acked() == 0x108 })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	runUntilAcked(t, newTestPipeline(src, tgt, false), 0x108)
 	if want := "open; begin; apply 1×1; checkpoint 0/108 xid 1; commit"; tgt.calls() != want {
 		t.Errorf("calls:\n got %s\nwant %s", tgt.calls(), want)
 	}
@@ -222,15 +214,7 @@ func TestOpenGroupCommitsWithoutAnotherChunk(t *testing.T) {
 		<-src.sent
 		close(tgt.gate)
 	}()
-	p := New(Config{GroupDelay: 50 * time.Millisecond, IdleAdvance: time.Nanosecond}, src, tgt)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	waitUntil(t, func() bool { return p.Acked() == 0x108 })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	runUntilAcked(t, New(Config{GroupDelay: 50 * time.Millisecond, IdleAdvance: time.Nanosecond}, src, tgt), 0x108)
 	if want := "open; begin; apply 1×1; checkpoint 0/108 xid 1; commit"; tgt.calls() != want {
 		t.Errorf("calls:\n got %s\nwant %s", tgt.calls(), want)
 	}
@@ -347,6 +331,19 @@ func TestTransient(t *testing.T) {
 		if got := Transient(c.err); got != c.want {
 			t.Errorf("Transient(%v) = %v, want %v", c.err, got, c.want)
 		}
+	}
+}
+
+// runUntilAcked runs p until it has acknowledged acked, then stops it.
+func runUntilAcked(t *testing.T, p *Pipeline, acked source.LSN) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	waitUntil(t, func() bool { return p.Acked() == acked })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
 

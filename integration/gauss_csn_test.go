@@ -27,6 +27,31 @@ var csnFormats = func() []struct {
 	return out
 }()
 
+// mixedWork runs the mixed workload (clients × txns) on a fresh source,
+// captured as GaussDB transactions.
+func mixedWork(t *testing.T, clients, txns int) (*pair, captured) {
+	t.Helper()
+	p := newPair(t)
+	p.both(mixedSchema)
+	work := captureWorkload(t, p, "accounts, events, batches, marker", func() {
+		if _, err := workload(t, p.src, clients, txns); err != nil {
+			t.Fatal(err)
+		}
+		finalMarker(t, p.src)
+	})
+	return p, work
+}
+
+// targetOf is a fresh target with the mixed schema, compared against p's
+// source.
+func targetOf(t *testing.T, p *pair) *pair {
+	t.Helper()
+	q := newPair(t)
+	psql(t, q.tgt, mixedSchema)
+	q.src = p.src
+	return q
+}
+
 // TestGaussCSNCatchUpPastWAL: on a CSN-ordered slot, WAL written after the
 // last replicated commit (a commit to a table outside white-table-list,
 // which takes a CSN, and WAL no transaction ends at, as a checkpoint
@@ -35,20 +60,11 @@ var csnFormats = func() []struct {
 // --catch-up exits 0 with every transaction applied, its checkpoint at the
 // decode position it asked for, and says its goal by CSN.
 func TestGaussCSNCatchUpPastWAL(t *testing.T) {
-	p := newPair(t)
-	p.both(mixedSchema)
-	work := captureWorkload(t, p, "accounts, events, batches, marker", func() {
-		if _, err := workload(t, p.src, 2, 40); err != nil {
-			t.Fatal(err)
-		}
-		finalMarker(t, p.src)
-	})
+	p, work := mixedWork(t, 2, 40)
 	last := work.txns[len(work.txns)-1]
 	for _, f := range csnFormats {
 		t.Run(f.name, func(t *testing.T) {
-			q := newPair(t)
-			psql(t, q.tgt, mixedSchema)
-			q.src = p.src
+			q := targetOf(t, p)
 			srv := startStandIn(t, "7300000000000000029")
 			g := gaussPair(t, q, srv, f.options)
 			g.mustDecant("init")
@@ -94,17 +110,8 @@ func TestGaussCSNCatchUpNeedsPositions(t *testing.T) {
 // applying and WAL after the last replicated commit, reaches its fence:
 // the next CSN, with the decode position it requested behind it.
 func TestGaussCSNCutover(t *testing.T) {
-	p := newPair(t)
-	p.both(mixedSchema)
-	work := captureWorkload(t, p, "accounts, events, batches, marker", func() {
-		if _, err := workload(t, p.src, 2, 40); err != nil {
-			t.Fatal(err)
-		}
-		finalMarker(t, p.src)
-	})
-	q := newPair(t)
-	psql(t, q.tgt, mixedSchema)
-	q.src = p.src
+	p, work := mixedWork(t, 2, 40)
+	q := targetOf(t, p)
 	srv := startStandIn(t, "7300000000000000031")
 	options := csnFormats[0].options
 	g := gaussPair(t, q, srv, options)
