@@ -26,6 +26,15 @@ type Source interface {
 	Stream(ctx context.Context, req source.StreamRequest, out chan<- source.Chunk) error
 }
 
+// GoalSource is a Source whose catch-up goal is not its log end
+// (Server.WALEnd): on a GaussDB CSN-ordered slot nothing but a commit or a
+// decode position shows how far the stream is, so WAL written after the
+// last replicated commit would put that end out of reach. Goal may write
+// on the source (a decode position request) and is called once a run.
+type GoalSource interface {
+	Goal(ctx context.Context, srv source.Server) (source.Goal, error)
+}
+
 // Target writes into the target database, one open transaction at a time.
 type Target interface {
 	// Open (re)connects when needed and returns the pipeline's checkpoint.

@@ -287,7 +287,7 @@ var errCaughtUp = errors.New("caught up")
 // target's checkpoint.
 func (p *Pipeline) Run(ctx context.Context) error {
 	defer p.tgt.Close(ctx)
-	var stopAt source.LSN // catch-up goal, fixed at the first successful start
+	var stopAt source.Goal // catch-up goal, fixed at the first successful start
 	var busySince time.Time
 	var failingSince time.Time // the start of the first session of a series that committed nothing
 	started := false
@@ -397,7 +397,7 @@ func (p *Pipeline) ended(end SessionEnd, err error) error {
 
 // session runs reader and applier once, from the target's checkpoint;
 // connected is set once it reached both ends.
-func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started, connected *bool) error {
+func (p *Pipeline) session(ctx context.Context, stopAt *source.Goal, started, connected *bool) error {
 	srv, err := p.src.Identify(ctx)
 	if err != nil {
 		return err
@@ -410,8 +410,10 @@ func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started, con
 		return fmt.Errorf("source system identifier is %s but the target's checkpoint for pipeline %s was recorded from %s: decant is pointed at a different source server; fix --source, or run decant drop and init for the new source",
 			srv.SystemID, cp.Pipeline, cp.SystemID)
 	}
-	if !*started {
-		*stopAt = srv.WALEnd
+	if !*started && p.cfg.CatchUp {
+		if *stopAt, err = p.goal(ctx, srv); err != nil {
+			return err
+		}
 	}
 	*started = true
 	if err := p.opened(ctx, cp); err != nil {
@@ -426,7 +428,7 @@ func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started, con
 	if err := p.sync.start(ctx); err != nil {
 		return err
 	}
-	if p.cfg.CatchUp && cp.End >= *stopAt {
+	if p.cfg.CatchUp && cp.Reached(*stopAt) {
 		// Nothing to stream, but a slot that cannot stream what comes
 		// next is said now, not at the next run.
 		if err := p.checkSlotOnce(ctx, cp); err != nil {
@@ -473,6 +475,23 @@ func (p *Pipeline) session(ctx context.Context, stopAt *source.LSN, started, con
 		err = readErr
 	}
 	return err
+}
+
+// goal is where this run's catch-up ends: the source's log end now, or
+// what a GoalSource names (a CSN-ordered slot, whose stream shows no log
+// end). It is taken once, at the first start, so a reconnect does not move
+// it.
+func (p *Pipeline) goal(ctx context.Context, srv source.Server) (source.Goal, error) {
+	gs, ok := p.src.(GoalSource)
+	if !ok {
+		return source.Goal{LSN: srv.WALEnd}, nil
+	}
+	g, err := gs.Goal(ctx, srv)
+	if err != nil {
+		return g, fmt.Errorf("take the catch-up goal: %w", err)
+	}
+	p.log.Info("catching up", "goal", g.String())
+	return g, nil
 }
 
 // recheckSlot judges a reader's report that the slot was confirmed past
@@ -546,10 +565,17 @@ type group struct {
 	midTxn bool
 }
 
+// closable reports whether the group's open target transaction may commit
+// now: it holds complete source transactions, and nothing of the one in
+// progress (a source transaction is never split across two commits).
+func (g *group) closable() bool {
+	return g.open && g.txns > 0 && (!g.midTxn || g.seq == 0)
+}
+
 // applyLoop applies chunks in order until an error or the end of ctx. cp
 // is what the target holds, want the same with what this session records
 // (the source's timeline) once a chunk came; sk is the pending skip.
-func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopAt source.LSN, f feed, sk *skipping) (err error) {
+func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopAt source.Goal, f feed, sk *skipping) (err error) {
 	g := group{cp: want}
 	// How the session ends decides how the next one groups.
 	defer func() { err = p.isolate(&g, err) }()
@@ -571,6 +597,14 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 	poll := time.NewTimer(time.Hour)
 	poll.Stop()
 	defer poll.Stop()
+	// An open target transaction whose every write belongs to complete
+	// source transactions commits within GroupDelay of its first write,
+	// whatever the chunks after it brought: a backlog left it open, and the
+	// next chunk may write nothing (a replay, a part of a transaction whose
+	// changes the target does not take) before the source falls silent.
+	due := time.NewTimer(time.Hour)
+	due.Stop()
+	defer due.Stop()
 	beat := time.NewTicker(BeatInterval)
 	defer beat.Stop()
 	deferred := false
@@ -582,14 +616,18 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 			return err
 		}
 		lastWrite = time.Now()
-		if p.cfg.CatchUp && stored.End >= stopAt {
+		if p.cfg.CatchUp && stored.Reached(stopAt) {
 			return errCaughtUp
 		}
 		return nil
 	}
 	for {
 		var c source.Chunk
-		var pending, unflushed <-chan time.Time
+		var pending, unflushed, grouped <-chan time.Time
+		if g.closable() {
+			due.Reset(max(time.Until(g.begun.Add(p.cfg.GroupDelay)), 0))
+			grouped = due.C
+		}
 		if deferred && !g.open {
 			advance.Reset(max(time.Until(lastWrite.Add(p.cfg.IdleAdvance)), 0))
 			pending = advance.C
@@ -608,6 +646,15 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 				p.rollback(ctx, &g)
 				return err
 			}
+			continue
+		case <-grouped:
+			// The transaction in progress, if any, wrote nothing yet: it
+			// stays the one being applied.
+			txn, mid := g.txn, g.midTxn
+			if err := write(); err != nil {
+				return err
+			}
+			g.txn, g.midTxn = txn, mid
 			continue
 		case <-pending:
 			deferred = false
@@ -655,7 +702,7 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 			}
 			if wrote {
 				lastWrite = time.Now()
-				if p.cfg.CatchUp && stored.End >= stopAt {
+				if p.cfg.CatchUp && stored.Reached(stopAt) {
 					return errCaughtUp
 				}
 			}
@@ -666,14 +713,21 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 		if c.Txn == nil { // idle mark
 			p.obs.SourceEnd(c.End)
 			g.cp.End, g.cp.Hold = max(g.cp.End, c.End), c.Hold
+			if c.CSN > 0 { // every transaction below c.CSN came before it
+				g.cp.CSN = max(g.cp.CSN, c.CSN-1)
+			}
 		} else {
-			if stored.Applied(c.Txn) {
+			done, err := stored.Applied(c.Txn)
+			if err != nil {
+				p.rollback(ctx, &g)
+				return err
+			}
+			if done {
 				continue // replayed after a restart: already on the target
 			}
 			if g.txn != c.Txn {
 				p.obs.Received(c.Txn)
 			}
-			var err error
 			if c.Changes, err = p.gateCopies(ctx, &g, c, write); err != nil {
 				if !errors.Is(err, errCaughtUp) {
 					p.rollback(ctx, &g)
@@ -705,7 +759,7 @@ func (p *Pipeline) applyLoop(ctx context.Context, cp, want checkpoint.Row, stopA
 		if !g.open && g.cp.Same(stored) {
 			continue
 		}
-		if !alone && !g.open && time.Since(lastWrite) < p.cfg.IdleAdvance && !(p.cfg.CatchUp && g.cp.End >= stopAt) {
+		if !alone && !g.open && time.Since(lastWrite) < p.cfg.IdleAdvance && !(p.cfg.CatchUp && g.cp.Reached(stopAt)) {
 			deferred = deferred || c.Txn != nil
 			continue
 		}

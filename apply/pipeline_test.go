@@ -192,15 +192,29 @@ func TestEachTransactionCommitsWithoutBacklog(t *testing.T) {
 	tgt := &recordingTarget{cp: checkpoint.Row{SystemID: "sys", End: 0x10}}
 	// One chunk at a time: the applier never sees a backlog.
 	src.sessions = []script{{chunks: txn(1, 0x100, 1)}}
-	p := newTestPipeline(src, tgt, false)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	waitUntil(t, func() bool { return p.Acked() == 0x108 })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	runUntilAcked(t, newTestPipeline(src, tgt, false), 0x108)
+	if want := "open; begin; apply 1×1; checkpoint 0/108 xid 1; commit"; tgt.calls() != want {
+		t.Errorf("calls:\n got %s\nwant %s", tgt.calls(), want)
 	}
+}
+
+// A backlog keeps a group open for the next transaction; when the next
+// chunk writes nothing (here the first part of a transaction whose commit
+// has not come, without changes for the target) and the source then falls
+// silent, the group still commits within GroupDelay: no target
+// transaction waits for a chunk that may never come.
+func TestOpenGroupCommitsWithoutAnotherChunk(t *testing.T) {
+	src := &fakeSource{server: source.Server{SystemID: "sys", WALEnd: 0x208}, sent: make(chan struct{})}
+	next := &source.Txn{Xid: 2, Commit: 0x200}
+	src.sessions = []script{{chunks: chunks(txn(1, 0x100, 1), []source.Chunk{{Txn: next}})}}
+	// The first Apply waits until both chunks are queued, so the applier
+	// sees the backlog when transaction 1 commits.
+	tgt := &recordingTarget{cp: checkpoint.Row{SystemID: "sys", End: 0x10}, gate: make(chan struct{})}
+	go func() {
+		<-src.sent
+		close(tgt.gate)
+	}()
+	runUntilAcked(t, New(Config{GroupDelay: 50 * time.Millisecond, IdleAdvance: time.Nanosecond}, src, tgt), 0x108)
 	if want := "open; begin; apply 1×1; checkpoint 0/108 xid 1; commit"; tgt.calls() != want {
 		t.Errorf("calls:\n got %s\nwant %s", tgt.calls(), want)
 	}
@@ -320,6 +334,19 @@ func TestTransient(t *testing.T) {
 		if got := Transient(c.err); got != c.want {
 			t.Errorf("Transient(%v) = %v, want %v", c.err, got, c.want)
 		}
+	}
+}
+
+// runUntilAcked runs p until it has acknowledged acked, then stops it.
+func runUntilAcked(t *testing.T, p *Pipeline, acked source.LSN) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	waitUntil(t, func() bool { return p.Acked() == acked })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
 

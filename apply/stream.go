@@ -144,7 +144,11 @@ func (p *Pipeline) streamCommit(ctx context.Context, st StreamTarget, g *group, 
 	delete(ss.failed, xid)
 	tally := ss.tally(xid)
 	delete(ss.tallies, xid)
-	if stored.Applied(c.Txn) {
+	done, err := stored.Applied(c.Txn)
+	if err != nil {
+		return wrote, err
+	}
+	if done {
 		// Streamed again after a restart: the target has it. Only the
 		// resume position may move.
 		p.log.Debug("streamed transaction already applied", "xid", xid, "commit", c.Txn.Commit.String())

@@ -25,8 +25,12 @@ type Row struct {
 	SystemID string // the source cluster the positions belong to
 	// Commit, Xid and CommitTime describe the last applied transaction
 	// (zero until the first).
-	Commit     source.LSN
-	CSN        uint64 // commit sequence number (GaussDB), 0 elsewhere
+	Commit source.LSN
+	// CSN (GaussDB CSN-ordered slots, 0 elsewhere) is the commit
+	// sequence number of the last applied transaction, or one less than
+	// a decode position passed since: every transaction at or below it
+	// is applied.
+	CSN        uint64
 	Xid        uint64
 	CommitTime time.Time
 	// End is the resume position: every source transaction that commits
@@ -70,9 +74,10 @@ func (r Row) Resume() source.LSN {
 }
 
 // Same reports whether writing r where o is stored would change only
-// AppliedTime: the resume position, the hold and the timeline are o's.
+// AppliedTime: the resume position, the CSN, the hold and the timeline are
+// o's.
 func (r Row) Same(o Row) bool {
-	return r.End == o.End && r.Hold == o.Hold && r.Timeline == o.Timeline
+	return r.End == o.End && r.CSN == o.CSN && r.Hold == o.Hold && r.Timeline == o.Timeline
 }
 
 // Skip returns how many of txn's first changes are already applied.
@@ -87,12 +92,41 @@ func (r Row) Skip(txn *source.Txn) int {
 // record lies before End; a transaction that commits exactly at End is not
 // applied (End starts as the slot's consistent point, where a commit may
 // lie). By CSN (GaussDB CSN-ordered slots): its CSN is at most the last
-// applied CSN.
-func (r Row) Applied(txn *source.Txn) bool {
-	if txn.ByCSN {
-		return txn.CSN <= r.CSN
+// applied CSN, which the source resends after a restart until it hears
+// the confirmation. A transaction without a CSN on such a slot cannot be
+// placed, so it is an error (*MissingCSNError), never a silent skip; that
+// CSNs rise through the stream is the reader's check.
+func (r Row) Applied(txn *source.Txn) (bool, error) {
+	if !txn.ByCSN {
+		return txn.Commit < r.End, nil
 	}
-	return txn.Commit < r.End
+	if txn.CSN == 0 {
+		return false, &MissingCSNError{Pipeline: r.Pipeline, Xid: txn.Xid, Commit: txn.Commit}
+	}
+	return txn.CSN <= r.CSN, nil
+}
+
+// MissingCSNError is a transaction of a CSN-ordered slot that came without
+// its commit CSN: a malformed stream.
+type MissingCSNError struct {
+	Pipeline string
+	Xid      uint64
+	Commit   source.LSN
+}
+
+func (e *MissingCSNError) Error() string {
+	return fmt.Sprintf("pipeline %s: transaction xid %d (commit %s) on a CSN-ordered slot came without a commit CSN, so whether it is applied cannot be told: the stream is malformed; nothing past it is confirmed (check the decoding options and the server, then run again)",
+		e.Pipeline, e.Xid, e.Commit)
+}
+
+// Reached reports whether the row covers the catch-up goal g: by CSN,
+// every transaction below g.CSN is applied (CSN is the last applied one,
+// or one below a decode position passed); by LSN, End reached g.LSN.
+func (r Row) Reached(g source.Goal) bool {
+	if g.CSN != 0 {
+		return r.CSN+1 >= g.CSN
+	}
+	return r.End >= g.LSN
 }
 
 // After returns the row as it stands once txn, ending at end, is applied.

@@ -13,7 +13,7 @@ func TestApplied(t *testing.T) {
 	// new work.
 	r := Row{Commit: 0x100, End: 0x100}
 	for commit, want := range map[source.LSN]bool{0xFF: true, 0x100: false, 0x101: false} {
-		if got := r.Applied(&source.Txn{Commit: commit}); got != want {
+		if got, err := r.Applied(&source.Txn{Commit: commit}); got != want || err != nil {
 			t.Errorf("fresh row: Applied(%s) = %v, want %v", commit, got, want)
 		}
 	}
@@ -24,7 +24,7 @@ func TestApplied(t *testing.T) {
 		t.Fatalf("After: %+v", r)
 	}
 	for commit, want := range map[source.LSN]bool{0x200: true, 0x227: true, 0x228: false} {
-		if got := r.Applied(&source.Txn{Commit: commit}); got != want {
+		if got, err := r.Applied(&source.Txn{Commit: commit}); got != want || err != nil {
 			t.Errorf("after 0/200: Applied(%s) = %v, want %v", commit, got, want)
 		}
 	}
@@ -40,12 +40,42 @@ func TestAppliedByCSN(t *testing.T) {
 	// A CSN-ordered source resumes by CSN; LSNs may go backwards.
 	r := Row{End: 0x900, CSN: 2357}
 	for csn, want := range map[uint64]bool{2356: true, 2357: true, 2358: false} {
-		if got := r.Applied(&source.Txn{Commit: 0x100, CSN: csn, ByCSN: true}); got != want {
-			t.Errorf("Applied(CSN %d) = %v, want %v", csn, got, want)
+		if got, err := r.Applied(&source.Txn{Commit: 0x100, CSN: csn, ByCSN: true}); got != want || err != nil {
+			t.Errorf("Applied(CSN %d) = %v, %v, want %v", csn, got, err, want)
 		}
+	}
+	// A transaction without a CSN cannot be placed: an error naming it,
+	// not a skip (0 is below every stored CSN).
+	_, err := r.Applied(&source.Txn{Xid: 77, Commit: 0x100, ByCSN: true})
+	var missing *MissingCSNError
+	if !errors.As(err, &missing) || missing.Xid != 77 {
+		t.Errorf("Applied(no CSN) = %v, want a MissingCSNError for xid 77", err)
 	}
 	if r = r.After(&source.Txn{CSN: 2360, ByCSN: true}, 0x950); r.CSN != 2360 {
 		t.Errorf("After kept CSN %d", r.CSN)
+	}
+}
+
+func TestReached(t *testing.T) {
+	for _, c := range []struct {
+		row  Row
+		goal source.Goal
+		want bool
+	}{
+		{Row{End: 0x100}, source.Goal{LSN: 0x100}, true},
+		{Row{End: 0xFF}, source.Goal{LSN: 0x100}, false},
+		// By CSN: the goal is the next CSN when it was taken, so the
+		// transaction just below it reaches it, and so does a decode
+		// position at it (the pipeline stores one less).
+		{Row{End: 0x900, CSN: 41}, source.Goal{CSN: 42}, true},
+		{Row{End: 0x900, CSN: 40}, source.Goal{CSN: 42}, false},
+		{Row{End: 0x900, CSN: 50}, source.Goal{CSN: 42}, true},
+		// A CSN goal ignores how far the LSN went.
+		{Row{End: 0xFFFF, CSN: 40}, source.Goal{LSN: 0x100, CSN: 42}, false},
+	} {
+		if got := c.row.Reached(c.goal); got != c.want {
+			t.Errorf("Row{End %s, CSN %d}.Reached(%s) = %v, want %v", c.row.End, c.row.CSN, c.goal, got, c.want)
+		}
 	}
 }
 

@@ -34,8 +34,9 @@ type TableSync struct {
 }
 
 // Copied reports whether the table's copy holds txn, so that the stream
-// must not apply txn's changes to it again. Only for a ready table.
-func (s TableSync) Copied(txn *source.Txn) bool { return Row{End: s.AsOf}.Applied(txn) }
+// must not apply txn's changes to it again. Only for a ready table, and by
+// LSN: add-tables refuses GaussDB sources, so no copy is placed by CSN.
+func (s TableSync) Copied(txn *source.Txn) bool { return !txn.ByCSN && txn.Commit < s.AsOf }
 
 // PGTableSyncCreate creates decant.table_sync on PostgreSQL.
 const PGTableSyncCreate = `CREATE SCHEMA IF NOT EXISTS decant;

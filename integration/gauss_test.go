@@ -377,18 +377,9 @@ func crashGauss(t *testing.T, p *pair, work captured, flavour string) {
 // (output-order 1): the checkpoint keeps the CSN, and replays are skipped
 // by it.
 func TestGaussCSNOrder(t *testing.T) {
-	p := newPair(t)
-	p.both(mixedSchema)
-	work := captureWorkload(t, p, "accounts, events, batches, marker", func() {
-		if _, err := workload(t, p.src, 2, 100); err != nil {
-			t.Fatal(err)
-		}
-		finalMarker(t, p.src)
-	})
-	q := newPair(t)
-	psql(t, q.tgt, mixedSchema)
-	q.src = p.src
-	runGauss(t, q, work, "gaussdb", []string{"parallel-decode-num=2", "decode-style=b", "output-order=1"}, nil)
+	p, work := mixedWork(t, 2, 100)
+	q := targetOf(t, p)
+	runGauss(t, q, work, "gaussdb", []string{"parallel-decode-num=2", "decode-style=b", "output-order=1", "enable-decode-position=true"}, nil)
 	last := work.txns[len(work.txns)-1]
 	if got := queryValue(t, q.tgt, `SELECT commit_csn::text FROM decant.checkpoint WHERE pipeline = '`+q.name+`'`); got != fmt.Sprint(last.CSN) {
 		t.Errorf("checkpoint CSN %s, want the last transaction's %d", got, last.CSN)

@@ -10,6 +10,7 @@
 package source
 
 import (
+	"fmt"
 	"strings"
 	"time"
 )
@@ -171,6 +172,10 @@ type Chunk struct {
 	// Bytes is the decoded size of Changes as the reader measured it
 	// while assembling the chunk, for metrics; 0 when it did not.
 	Bytes int
+	// CSN, on an idle mark (no Txn) of a CSN-ordered source, says that
+	// every transaction whose CSN is below it has been handed over: the
+	// source's decode position at that CSN came in stream order.
+	CSN uint64
 }
 
 // Size estimates the memory a chunk holds, for bounding buffers.
@@ -197,6 +202,25 @@ type Server struct {
 	// Timeline is the source's current timeline (IDENTIFY_SYSTEM): a
 	// promoted standby starts a new one. 0 when the source does not say.
 	Timeline uint32
+}
+
+// Goal is where a catch-up or a cutover fence ends: once it is reached,
+// everything the source committed before the goal was taken is applied.
+// LSN-ordered sources reach it when the resume position reaches LSN;
+// CSN-ordered ones (CSN set) when every transaction whose CSN is below CSN
+// is applied, which a transaction at CSN-1 or later, or a decode position
+// at CSN or later, proves (transactions come in CSN order).
+type Goal struct {
+	LSN LSN
+	CSN uint64
+}
+
+// String names the goal for logs and errors.
+func (g Goal) String() string {
+	if g.CSN != 0 {
+		return fmt.Sprintf("CSN %d", g.CSN)
+	}
+	return g.LSN.String()
 }
 
 // StreamRequest is what a consumer asks of a reader.

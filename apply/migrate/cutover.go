@@ -112,7 +112,7 @@ func (e *env) cutover(ctx context.Context, o CutoverOptions) *CutoverReport {
 		fence, err = src.WriteFence(ctx)
 		return fmt.Sprintf("written; source WAL at %s after it", fence), nil, err
 	}) && r.step("catch-up", func() (string, []string, error) {
-		cp, err := e.waitCheckpoint(ctx, tgt, fence)
+		cp, err := e.waitCheckpoint(ctx, tgt, source.Goal{LSN: fence})
 		return fmt.Sprintf("target checkpoint at %s (last commit %s)", cp.End, cp.Commit), nil, err
 	}) && r.step("sequences", func() (string, []string, error) {
 		items, err := e.syncSequences(ctx, src, tgt)
@@ -141,19 +141,67 @@ func (e *env) cutover(ctx context.Context, o CutoverOptions) *CutoverReport {
 	return r
 }
 
-// waitCheckpoint waits until the pipeline's checkpoint reaches pos.
-func (e *env) waitCheckpoint(ctx context.Context, tgt Admin, pos source.LSN) (checkpoint.Row, error) {
+// CutoverGauss is Cutover from a GaussDB or openGauss source: its steps
+// are fence and catch-up (cutoverGauss); --verify and --reverse need a
+// PostgreSQL source and are refused (a *UsageError).
+func CutoverGauss(ctx context.Context, cfg Config, o CutoverOptions) (*CutoverReport, error) {
+	if o.Verify || o.Reverse != nil {
+		return nil, &UsageError{errors.New("cutover --verify and --reverse need a PostgreSQL source; from GaussDB, cutover runs the fence and the catch-up")}
+	}
+	e, err := newEnv(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return e.cutoverGauss(ctx), nil
+}
+
+// cutoverGauss is cutover from a GaussDB source: the fence is the goal
+// the source names (GaussSource.Fence: a CSN with a decode position behind
+// it on a CSN-ordered slot), and the catch-up waits for the checkpoint to
+// reach it. Sequences are not read from GaussDB: the report says so.
+func (e *env) cutoverGauss(ctx context.Context) *CutoverReport {
+	r := &CutoverReport{Pipeline: e.cfg.Pipeline}
+	src, err := e.cfg.openGauss(ctx)
+	if err != nil {
+		r.step("connect", func() (string, []string, error) { return "", nil, err })
+		return r
+	}
+	defer src.Close(context.WithoutCancel(ctx))
+	tgt, err := e.target(ctx)
+	if err != nil {
+		r.step("connect", func() (string, []string, error) { return "", nil, err })
+		return r
+	}
+	defer tgt.Close(context.WithoutCancel(ctx))
+	var goal source.Goal
+	r.OK = r.step("fence", func() (string, []string, error) {
+		var err error
+		goal, err = src.Fence(ctx)
+		return fmt.Sprintf("taken at %s; sequences are not synchronised from GaussDB", goal), nil, err
+	}) && r.step("catch-up", func() (string, []string, error) {
+		cp, err := e.waitCheckpoint(ctx, tgt, goal)
+		return fmt.Sprintf("target checkpoint at %s, CSN %d (last commit %s)", cp.End, cp.CSN, cp.Commit), nil, err
+	})
+	return r
+}
+
+// waitCheckpoint waits until the pipeline's checkpoint reaches the goal.
+func (e *env) waitCheckpoint(ctx context.Context, tgt Admin, goal source.Goal) (checkpoint.Row, error) {
 	for {
 		cp, err := tgt.ReadCheckpoint(ctx, e.cfg.Pipeline)
 		if err != nil {
 			return cp, err
 		}
-		if cp.End >= pos {
+		if cp.Reached(goal) {
 			return cp, nil
 		}
 		select {
 		case <-ctx.Done():
-			return cp, fmt.Errorf("the target's checkpoint is at %s, short of the fence at %s, when time ran out: is decant run applying pipeline %s? (--timeout)", cp.End, pos, e.cfg.Pipeline)
+			at := cp.End.String()
+			if goal.CSN != 0 {
+				at = fmt.Sprintf("CSN %d", cp.CSN)
+			}
+			return cp, fmt.Errorf("the target's checkpoint is at %s, short of the fence at %s, when time ran out: is decant run applying pipeline %s? (--timeout)", at, goal, e.cfg.Pipeline)
 		case <-time.After(e.poll):
 		}
 	}

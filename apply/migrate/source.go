@@ -58,6 +58,11 @@ type GaussSource interface {
 	EnsureSlot(ctx context.Context) (slot source.SlotStatus, created bool, err error)
 	DropSlot(ctx context.Context) (bool, error)
 	DescribeTables(ctx context.Context, filter source.TableFilter) ([]*source.TableDef, error)
+	// Fence takes cutover's goal: everything committed on the source
+	// before it returns is covered once the checkpoint reaches the goal
+	// (checkpoint.Row.Reached), which the pipeline's stream is sure to
+	// reach (source/gauss.CSNGoal on a CSN-ordered slot).
+	Fence(ctx context.Context) (source.Goal, error)
 	Close(ctx context.Context)
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/decant/decant/apply/verify"
 	"github.com/decant/decant/checkpoint"
+	"github.com/decant/decant/source"
 )
 
 // VerifyOptions are verify's choices beyond Config.
@@ -103,7 +104,7 @@ func (e *env) settle(ctx context.Context, src PGSource, wait time.Duration) erro
 	defer tgt.Close(context.WithoutCancel(ctx))
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	cp, err := e.waitCheckpoint(wctx, tgt, pos)
+	cp, err := e.waitCheckpoint(wctx, tgt, source.Goal{LSN: pos})
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()

@@ -45,6 +45,11 @@ func cutoverCmd() *cobra.Command {
              --target swapped). Transactions decant applied carry its
              replication origin and are never sent back.
 
+From a GaussDB or openGauss source the steps are fence and catch-up: the
+fence is the next CSN with a decode position behind it on a CSN-ordered slot
+(enable-decode-position=true), the log end on an LSN-ordered one; sequences,
+--verify and --reverse need a PostgreSQL source.
+
 Stop the writers on the source before the fence for a clean switch: what
 they commit after it is not covered. Exit 0 only when every step passed;
 1 otherwise, with the report.`,
@@ -52,9 +57,6 @@ they commit after it is not covered. Exit 0 only when every step passed;
 			c, err := f.load(cmd)
 			if err != nil {
 				return err
-			}
-			if c.gaussSource() {
-				return usagef("cutover supports PostgreSQL sources only for now")
 			}
 			log := logger(c)
 			n, err := startNotifier(cmd.Context(), c, w, log)
@@ -68,7 +70,7 @@ they commit after it is not covered. Exit 0 only when every step passed;
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			r, err := migrate.Cutover(ctx, c.workflow(log), o)
+			r, err := c.cutover()(ctx, c.workflow(log), o)
 			if err != nil {
 				n.Cutover(false, "cutover could not finish: "+err.Error())
 				return err
@@ -92,6 +94,14 @@ they commit after it is not covered. Exit 0 only when every step passed;
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
 	cmd.Flags().StringVar(&reverse, "reverse", "", "after a safe cutover, set up pipeline `NAME` from the target back to the source (PostgreSQL only)")
 	return cmd
+}
+
+// cutover is the workflow for the source's kind.
+func (c *config) cutover() func(context.Context, migrate.Config, migrate.CutoverOptions) (*migrate.CutoverReport, error) {
+	if c.gaussSource() {
+		return migrate.CutoverGauss
+	}
+	return migrate.Cutover
 }
 
 // cutoverOptions are cutover's choices: with reverse, the reverse

@@ -16,6 +16,7 @@ var (
 	reIdentify      = regexp.MustCompile(`(?is)^\s*IDENTIFY_SYSTEM\s*;?\s*$`)
 	reCurrentXlog   = regexp.MustCompile(`(?is)^\s*SELECT\s+pg_current_xlog_location\s*\(\s*\)\s*;?\s*$`)
 	reAddPosition   = regexp.MustCompile(`(?is)^\s*SELECT\s+gs_add_logical_decoding_position_xlog\s*\(\s*\)\s*;?\s*$`)
+	reNextCSN       = regexp.MustCompile(`(?is)^\s*SELECT\s+next_csn::text\s+FROM\s+gs_get_next_xid_csn\s*\(\s*\)\s*;?\s*$`)
 	reStartRepl     = regexp.MustCompile(`(?is)^\s*START_REPLICATION\b`)
 	reVersion       = regexp.MustCompile(`(?is)^\s*SELECT\s+(?:pg_catalog\.)?version\s*\(\s*\)\s*;?\s*$`)
 	reSlotQuery     = regexp.MustCompile(`(?is)^\s*SELECT\s+([a-z_]+(?:\s*,\s*[a-z_]+)*)\s+FROM\s+(?:pg_catalog\.)?pg_replication_slots\s+WHERE\s+slot_name\s*=\s*` + literal + `\s*;?\s*$`)
@@ -77,12 +78,24 @@ func (c *session) query(q string) error {
 		c.srv.mu.Unlock()
 		return c.rows("", []string{"pg_current_xlog_location"}, []string{end.String()})
 	case reAddPosition.MatchString(q):
+		// The record carries the CSN of the moment it is written: the next
+		// CSN, as a snapshot's CSN is in openGauss (procarray.cpp
+		// GetSnapshotData takes nextCommitSeqNo; a transaction is visible
+		// when its CSN is below it), so every commit before it sorts before
+		// it in CSN order.
 		s := c.srv
 		s.mu.Lock()
 		lsn := s.end
-		s.addPositionLocked(s.maxCSN, uint64(lsn))
+		s.addPositionLocked(s.maxCSN+1, uint64(lsn))
 		s.mu.Unlock()
 		return c.rows("", []string{"gs_add_logical_decoding_position_xlog"}, []string{lsn.String()})
+	case reNextCSN.MatchString(q):
+		// gs_get_next_xid_csn(): per node, the next xid and the CSN the next
+		// commit gets (GaussDB's 系统信息函数, 事务ID和快照); one node here.
+		c.srv.mu.Lock()
+		next := c.srv.maxCSN + 1
+		c.srv.mu.Unlock()
+		return c.rows("", []string{"next_csn"}, []string{decimal(next)})
 	}
 	if ok, err := c.catalogQuery(q); ok {
 		return err

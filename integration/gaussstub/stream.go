@@ -210,8 +210,7 @@ func (st *streamer) sendPending() error {
 			msgs = st.txnMessages(it.txn)
 			st.lastSentEnd, st.lastSentCSN = it.txn.CommitEnd, it.txn.CSN
 		case it.pos != nil && st.opts.decodePosition && st.wantsPosition(it.pos):
-			msgs = []pgproto3.BackendMessage{xlogData(source.LSN(it.pos.lsn),
-				gaussenc.Position(st.format, it.pos.csn, it.pos.lsn, uint32(time.Now().Unix())))}
+			msgs = []pgproto3.BackendMessage{st.positionMessage(it.pos)}
 		}
 		if len(msgs) == 0 {
 			continue
@@ -221,6 +220,17 @@ func (st *streamer) sendPending() error {
 		}
 	}
 	return nil
+}
+
+// positionMessage encodes a decode position (§2.6): its CSN, then its LSN
+// on an LSN slot or its CSN again on a CSN slot (the seed: "当解码为CSN序时，
+// 表示发送解码位置日志时对应的CSN值"), where the header carries the CSN too.
+func (st *streamer) positionMessage(p *position) pgproto3.BackendMessage {
+	second, ds := p.lsn, source.LSN(p.lsn)
+	if st.csn {
+		second, ds = p.csn, source.LSN(p.csn)
+	}
+	return xlogData(ds, gaussenc.Position(st.format, p.csn, second, uint32(time.Now().Unix())))
 }
 
 func (st *streamer) wants(t *Txn) bool {

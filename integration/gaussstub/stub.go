@@ -241,6 +241,33 @@ func (s *Server) Append(txns ...Txn) {
 	s.notifyLocked()
 }
 
+// AddWAL writes n bytes of WAL that no slot decodes into a transaction,
+// as a real server does between commits whatever the clients do: its
+// checkpoints, the bgwriter's running-xacts record (openGauss
+// standby.cpp LogStandbySnapshot, every 15 s), a non-transactional
+// logical message. The log end IDENTIFY_SYSTEM reports (walsender.cpp
+// IdentifySystem, the flush position) and parallel keepalives move past
+// the last commit; nothing is sent for it.
+func (s *Server) AddWAL(n source.LSN) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.end += n
+	s.notifyLocked()
+}
+
+// CommitUnlisted commits a transaction on a table outside every session's
+// white-table-list: it takes the next CSN and some WAL, and no session
+// sends it (the decoder filters it out, and skip-empty-xacts drops the
+// rest). It returns the CSN it took.
+func (s *Server) CommitUnlisted() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.maxCSN++
+	s.end += 0x100
+	s.notifyLocked()
+	return s.maxCSN
+}
+
 // AddPosition appends a decode-position message ('L'), which sessions with
 // enable-decode-position send in stream order; it is what
 // gs_add_logical_decoding_position_xlog() makes the real server emit.

@@ -35,11 +35,15 @@ type stream struct {
 	// COMMIT, which may bring the xid, ends the stream with it.
 	unavailable *UnavailableRowError
 	payloadAt   source.LSN // dataStart of the payload being handled
-	reported    uint64     // last position sent in a status update
-	sentAt      time.Time
-	lastData    time.Time      // last payload or position message
-	askedPos    time.Time      // last request for a position message
-	sql         *pgconn.PgConn // for position requests, opened on first need
+	// lastCSN, on a CSN-ordered slot, is the CSN of the last transaction
+	// handed over (or one below the last decode position): each next one
+	// must be above it.
+	lastCSN  uint64
+	reported uint64 // last position sent in a status update
+	sentAt   time.Time
+	lastData time.Time      // last payload or position message
+	askedPos time.Time      // last request for a position message
+	sql      *pgconn.PgConn // for position requests, opened on first need
 }
 
 func newStream(r *Reader, conn *pgconn.PgConn, req source.StreamRequest, out chan<- source.Chunk) *stream {
@@ -228,8 +232,8 @@ func (s *stream) record(ctx context.Context, r *Record) error {
 		return nil
 	case KindPosition:
 		s.lastData = time.Now()
-		if s.txn == nil && !s.r.cfg.Options.CSNOrder() {
-			s.idleMark(source.LSN(r.PositionLSN))
+		if s.txn == nil {
+			return s.position(ctx, r)
 		}
 		return nil
 	case KindDDL:
@@ -321,6 +325,9 @@ func (s *stream) commit(ctx context.Context, r *Record) error {
 	if r.CSN != 0 && txn.CSN == 0 {
 		txn.CSN = r.CSN
 	}
+	if err := s.checkCSN(txn, r.LSN); err != nil {
+		return err
+	}
 	if txn.CommitTime.IsZero() {
 		txn.CommitTime = parseTime(r.Time)
 	}
@@ -370,6 +377,47 @@ func (s *stream) send(ctx context.Context, c source.Chunk) error {
 	}
 }
 
+// position handles a decode position ('L') outside a transaction: it
+// comes in stream order, so once everything before it is applied the
+// checkpoint may move to it. On an LSN-ordered slot nothing commits below
+// its LSN unseen; on a CSN-ordered one (both fields are CSNs) no
+// transaction below its CSN. Unlike a keepalive's mark it is never dropped
+// when the applier is behind: a catch-up may end at it.
+func (s *stream) position(ctx context.Context, r *Record) error {
+	if !s.r.cfg.Options.CSNOrder() {
+		if end := source.LSN(r.PositionLSN); end > s.req.Acked() {
+			return s.send(ctx, source.Chunk{End: end})
+		}
+		return nil
+	}
+	if r.PositionCSN == 0 {
+		return nil // no CSN to place it by
+	}
+	s.lastCSN = max(s.lastCSN, r.PositionCSN-1)
+	if r.PositionCSN <= s.acked() {
+		return nil
+	}
+	return s.send(ctx, source.Chunk{CSN: r.PositionCSN})
+}
+
+// checkCSN refuses, on a CSN-ordered slot, a transaction without a CSN or
+// one whose CSN is not above the one before it: the stream would be out
+// of the order the checkpoint relies on, and applying or skipping it would
+// both be guesses.
+func (s *stream) checkCSN(txn *source.Txn, at source.LSN) error {
+	if !txn.ByCSN {
+		return nil
+	}
+	switch {
+	case txn.CSN == 0:
+		return fmt.Errorf("slot %s is CSN-ordered but xid %d (COMMIT at %s) came without a CSN: the stream is malformed; nothing past it is confirmed (check the server's decoding options, then run again)", s.r.cfg.Slot, txn.Xid, at)
+	case txn.CSN <= s.lastCSN:
+		return fmt.Errorf("slot %s is CSN-ordered but xid %d (COMMIT at %s) has CSN %d, not above the %d before it: the stream is out of CSN order; nothing past it is confirmed (report it with the server's version)", s.r.cfg.Slot, txn.Xid, at, txn.CSN, s.lastCSN)
+	}
+	s.lastCSN = txn.CSN
+	return nil
+}
+
 // idleMark tells the applier that nothing commits below end unseen.
 func (s *stream) idleMark(end source.LSN) {
 	if end <= s.req.Acked() {
@@ -408,7 +456,7 @@ func (s *stream) status(reply bool) error {
 // (and the slot) move forward while the replicated tables are quiet.
 func (s *stream) maybeAskPosition(ctx context.Context) error {
 	o := s.r.cfg.Options
-	if s.format.Style == 'm' || !o.DecodePosition() || o.CSNOrder() || s.txn != nil ||
+	if s.format.Style == 'm' || !o.DecodePosition() || s.txn != nil ||
 		time.Since(s.lastData) < s.r.cfg.PositionInterval || time.Since(s.askedPos) < s.r.cfg.PositionInterval {
 		return nil
 	}
@@ -423,7 +471,7 @@ func (s *stream) maybeAskPosition(ctx context.Context) error {
 		s.sql = conn
 	}
 	return s.r.bound().Do(ctx, "asking the source for a decode position", func(ctx context.Context) error {
-		if _, err := s.sql.Exec(ctx, "SELECT gs_add_logical_decoding_position_xlog()").ReadAll(); err != nil {
+		if _, err := s.sql.Exec(ctx, addPositionCall).ReadAll(); err != nil {
 			return fmt.Errorf("ask the source for a decode position: %w", err)
 		}
 		return nil
