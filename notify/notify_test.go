@@ -488,7 +488,7 @@ func TestSanitize(t *testing.T) {
 		"apply@tcp(h:3306)/db and apply:s3cret@tcp(h:3306)/db":              "apply@tcp(h:3306)/db and apply:xxxxx@tcp(h:3306)/db",
 		"host=h user=u password=s3cret dbname=d":                            "host=h user=u password=xxxxx dbname=d",
 		"host=h password='a b\\' c' dbname=d":                               "host=h password=xxxxx dbname=d",
-		"https://h/x?token=abc&x=1 and PASSWORD = s3cret":                   "https://h/x?token=xxxxx&x=1 and PASSWORD = xxxxx",
+		"https://h/x?token=abc&x=1 and PASSWORD = s3cret":                   "https://h/x?token=xxxxx and PASSWORD = xxxxx",
 		"line one\nline\ttwo\r\n":                                           "line one line two  ",
 		"postgres://repl@db.example/shop (no password) at xid 7 commit 0/1": "postgres://repl@db.example/shop (no password) at xid 7 commit 0/1",
 	} {

@@ -123,6 +123,18 @@ func TestParseDSN(t *testing.T) {
 	if _, err := ParseDSN("mysql://u@h:3306/"); err == nil {
 		t.Error("a DSN without a database was accepted")
 	}
+	for _, bad := range []string{
+		"mysql://u:hunter2/x@h/db",          // url.Parse takes u:hunter2 for the host
+		"mysql://u:hun ter2@h/db",           // a space in the userinfo
+		"mysql://u:hunter2#x@h/db",          // a "#" in the password
+		"u:hunter2@tcp(h/db",                // an address not closed
+		"u:hunter2@tcp(h)/db?parseTime=hun", // a bad parameter
+	} {
+		_, err := ParseDSN(bad)
+		if err == nil || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "hun ter2") {
+			t.Errorf("ParseDSN(%q) = %v, want an error without the password", bad, err)
+		}
+	}
 	if !IsDSN("mysql://h/db") || !IsDSN("u:p@tcp(h:1)/db") || IsDSN("postgres://h/db") {
 		t.Error("IsDSN")
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/decant/decant/source"
+	"github.com/decant/decant/source/pgsession"
 )
 
 // ConnConfig is how to reach a GaussDB/openGauss server.
@@ -106,7 +107,7 @@ func ParseDSN(dsn string) (ConnConfig, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return ConnConfig{}, fmt.Errorf("invalid DSN: %v; %s", err, form)
+		return ConnConfig{}, fmt.Errorf("invalid DSN: %w; %s", pgsession.DSNError(dsn, err), form)
 	}
 	switch u.Scheme {
 	case "gaussdb", "opengauss", "postgres", "postgresql":

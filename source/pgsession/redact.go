@@ -89,9 +89,11 @@ func redact(text string) (string, []string) {
 // a password may hold an unescaped "@"; unlike it, the authority here
 // runs to a space rather than to the first "/", so that a password
 // holding "/", "?", "#" or a quote (a URL net/url refuses, and quotes in
-// its error) is masked too: an "@" later in the URL's path or query
-// masks those along with it. The password is what follows the userinfo's
-// first ":".
+// its error) is masked too. When that space comes before any "@" but
+// after a ":", the password may hold the space: it then runs to the
+// last "@" of the next word holding one on the same line. The password
+// is what follows the userinfo's first ":". A later "@" masks what lies
+// between: too much rather than too little.
 func redactURLs(text string, secrets *[]string) string {
 	var b strings.Builder
 	for {
@@ -102,12 +104,7 @@ func redactURLs(text string, secrets *[]string) string {
 		}
 		b.WriteString(text[:loc[1]])
 		rest := text[loc[1]:]
-		end := strings.IndexAny(rest, " \t\n\r\v\f")
-		if end < 0 {
-			end = len(rest)
-		}
-		at := strings.LastIndexByte(rest[:end], '@')
-		colon := strings.IndexByte(rest[:max(at, 0)], ':')
+		colon, at := userinfo(rest)
 		if at < 0 || colon < 0 {
 			text = rest
 			continue
@@ -118,10 +115,47 @@ func redactURLs(text string, secrets *[]string) string {
 	}
 }
 
-// spellings are the ways an error may print secret s: as it is, decoded
-// from a URL or from libpq's quoting, and inside a Go-quoted string.
+// userinfo finds, in rest (a URL after its scheme://), the ":" that
+// ends the user name and the "@" that ends the password; -1 for none.
+func userinfo(rest string) (colon, at int) {
+	word := wordEnd(rest, 0)
+	colon = strings.IndexByte(rest[:word], ':')
+	at = strings.LastIndexByte(rest[:word], '@')
+	if colon < 0 || at > colon {
+		return colon, at
+	}
+	line := len(rest)
+	if i := strings.IndexAny(rest, "\n\r"); i >= 0 {
+		line = i
+	}
+	if i := strings.Index(rest[:line], "://"); i >= 0 {
+		line = i
+	}
+	first := strings.IndexByte(rest[word:line], '@')
+	if first < 0 {
+		return colon, -1
+	}
+	end := wordEnd(rest[:line], word+first)
+	return colon, strings.LastIndexByte(rest[:end], '@')
+}
+
+// wordEnd is the index of the first space in s at or after from, or
+// len(s).
+func wordEnd(s string, from int) int {
+	if i := strings.IndexAny(s[from:], " \t\n\r\v\f"); i >= 0 {
+		return from + i
+	}
+	return len(s)
+}
+
+// spellings are the ways an error may print secret s: as it is, up to
+// where net/url ends an authority, decoded from a URL or from libpq's
+// quoting, and inside a Go-quoted string.
 func spellings(s string) []string {
 	forms := []string{s, unquoteKeyword(s)}
+	if i := strings.IndexAny(s, "/?#"); i >= 0 {
+		forms = append(forms, s[:i]) // net/url ends the authority there: "invalid port \":PASSWORD\""
+	}
 	if d, err := url.PathUnescape(s); err == nil {
 		forms = append(forms, d)
 	}

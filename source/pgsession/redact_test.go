@@ -19,6 +19,8 @@ func TestRedact(t *testing.T) {
 		"postgres://u:hunter2@h/db":                                "postgres://u:xxxxx@h/db",
 		"postgres://u:hun@ter2@h/db":                               "postgres://u:xxxxx@h/db",
 		"postgres://u:hun/ter2@h/db":                               "postgres://u:xxxxx@h/db",
+		`parse "mysql://u:hun ter2@h/db": invalid userinfo`:        `parse "mysql://u:xxxxx@h/db": invalid userinfo`,
+		"postgres://h:5432/db refused\nuser@example":               "postgres://h:5432/db refused\nuser@example",
 		"postgres://me@corp:hunter2@h/db":                          "postgres://me@corp:xxxxx@h/db",
 		`cannot parse "postgres://u:hunter2@h/db": bad`:            `cannot parse "postgres://u:xxxxx@h/db": bad`,
 		"postgres://h:5432/db?sslmode=require":                     "postgres://h:5432/db?sslmode=require",
@@ -106,7 +108,8 @@ func FuzzRedact(f *testing.F) {
 
 // buildDSN writes a DSN of one of five forms holding password; style
 // picks the spacing and quoting. ok is false when the form cannot hold
-// the password as it is (a raw URL or driver password with a space).
+// the password as it is: a raw URL password with a line break or a
+// "://" (a second URL), a raw driver password with a space or quote.
 func buildDSN(form uint8, user, password, host string, style uint8) (string, bool) {
 	switch form % 5 {
 	case 0: // libpq key=value
@@ -120,7 +123,7 @@ func buildDSN(form uint8, user, password, host string, style uint8) (string, boo
 		pairs = append(pairs[:at], append([]string{pw}, pairs[at:]...)...)
 		return strings.Join(pairs, " "), true
 	case 1, 3: // URL, password raw
-		if strings.ContainsAny(password, " \t\n\r\v\f") {
+		if strings.ContainsAny(password, "\n\r") || strings.Contains(password, "://") {
 			return "", false
 		}
 		scheme := map[uint8]string{1: "postgres", 3: "mysql"}[form%5]
