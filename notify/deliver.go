@@ -63,6 +63,11 @@ func (t *target) newClient(cfg Config) *retryablehttp.Client {
 	c := retryablehttp.NewClient()
 	c.Logger = nil
 	c.HTTPClient.Timeout = cfg.AttemptTimeout
+	// A redirect is not followed: a 307/308 would send the signed body
+	// and the target's own headers (tokens) to another host, and a 302
+	// would turn the POST into a GET that then counts as delivered. The
+	// 3xx itself comes back, and retryPolicy fails the event on it.
+	c.HTTPClient.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	c.RetryMax = cfg.RetryMax
 	c.RetryWaitMin, c.RetryWaitMax = cfg.RetryWaitMin, cfg.RetryWaitMax
 	c.Backoff = jitteredBackoff
@@ -172,9 +177,9 @@ func Signature(secret []byte, timestamp string, body []byte) string {
 }
 
 // retryPolicy retries network errors (as retryablehttp's default policy
-// does: not TLS certificate, scheme or redirect-loop errors), 408, 429
-// and 5xx but 501; any other answer is final: 2xx delivered, the rest
-// refused.
+// does: not TLS certificate or scheme errors), 408, 429 and 5xx but 501;
+// any other answer is final: 2xx delivered, the rest refused, a 3xx
+// (not followed) with where it pointed.
 func retryPolicy(ctx context.Context, resp *http.Response, err error) (bool, error) {
 	if ctx.Err() != nil {
 		return false, fmt.Errorf("gave up: %w", context.Cause(ctx))
@@ -191,8 +196,20 @@ func retryPolicy(ctx context.Context, resp *http.Response, err error) (bool, err
 		return true, nil
 	case code >= 500 && code != http.StatusNotImplemented:
 		return true, nil
+	case code >= 300 && code < 400:
+		return false, fmt.Errorf("redirected with HTTP status %d to %s, not followed: give the webhook's final URL", code, redirectTarget(resp))
 	}
 	return false, fmt.Errorf("refused with HTTP status %d, not retried", code)
+}
+
+// redirectTarget is where a 3xx pointed, as scheme://host/path: never
+// its userinfo, query or fragment, which may hold tokens.
+func redirectTarget(resp *http.Response) string {
+	u, err := resp.Location()
+	if err != nil {
+		return "no valid Location"
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 }
 
 // jitteredBackoff doubles the wait from RetryWaitMin up to RetryWaitMax

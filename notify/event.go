@@ -3,10 +3,11 @@ package notify
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/decant/decant/source/pgsession"
 )
 
 // Kind names what happened. The set is closed: a receiver may switch on it.
@@ -98,39 +99,19 @@ func newID() string {
 // boundary and ends in "…".
 const maxMessage = 1024
 
-// redacted replaces what Sanitize removes.
-const redacted = "xxxxx"
-
-var (
-	// urlPassword is the password of a URL's userinfo:
-	// postgres://user:secret@host -> postgres://user:xxxxx@host.
-	urlPassword = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://[^\s/:@]*):[^\s/@]*@`)
-	// driverPassword is the password of a Go MySQL driver DSN:
-	// user:secret@tcp(host) -> user:xxxxx@tcp(host).
-	driverPassword = regexp.MustCompile(`([^\s:@/"'=]+):[^\s@]*@(tcp|unix)\(`)
-	// keyPassword is a key=value secret: libpq keyword DSNs
-	// (password=secret), URL query parameters (?password=secret),
-	// token=..., secret=....
-	keyPassword = regexp.MustCompile(`(?i)\b(password|passwd|pwd|secret|token|api_key|apikey)(\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&'"]+)`)
-)
-
-// Sanitize makes text fit for an event's message: one line (line breaks
-// and tabs become spaces), at most 1 KiB, and no passwords: the password
-// of a URL's userinfo (scheme://user:PASSWORD@), of a MySQL driver DSN
-// (user:PASSWORD@tcp(...)) and the value of a password=, passwd=, pwd=,
-// secret=, token=, api_key= or apikey= pair (libpq keyword DSNs, URL
-// query parameters) become xxxxx. Row values are kept out earlier: the
-// messages come from decant's errors, which never quote them.
+// Sanitize makes text fit for an event's message: no passwords
+// (pgsession.Redact, decant's one redaction: those of URLs, MySQL driver
+// DSNs and password=, token=, secret=... pairs become xxxxx), one line
+// (line breaks and tabs become spaces) and at most 1 KiB. Row values are
+// kept out earlier: the messages come from decant's errors, which never
+// quote them.
 func Sanitize(text string) string {
 	s := strings.Map(func(r rune) rune {
 		if r == '\n' || r == '\r' || r == '\t' {
 			return ' '
 		}
 		return r
-	}, text)
-	s = urlPassword.ReplaceAllString(s, "${1}:"+redacted+"@")
-	s = driverPassword.ReplaceAllString(s, "${1}:"+redacted+"@${2}(")
-	s = keyPassword.ReplaceAllString(s, "${1}${2}"+redacted)
+	}, pgsession.Redact(text))
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) > maxMessage {
 		cut := maxMessage - len("…")

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -357,6 +358,42 @@ func TestWhichAnswersAreRetried(t *testing.T) {
 	}
 }
 
+// A receiver answering with a redirect gets one attempt, the event
+// fails, the log says where it pointed (without the query), and the host
+// it pointed at receives nothing: no signed body, no token header, no GET.
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	for _, status := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect, http.StatusFound, http.StatusSeeOther, http.StatusMovedPermanently} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			var elsewhere, attempts atomic.Int32
+			other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { elsewhere.Add(1) }))
+			defer other.Close()
+			redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				attempts.Add(1)
+				http.Redirect(w, req, other.URL+"/moved/hook?token=t0ken", status)
+			}))
+			defer redirect.Close()
+			var logs bytes.Buffer
+			cfg := fast(Target{URL: redirect.URL + "/hook", Headers: map[string]string{"Authorization": "Bearer b3arer"}})
+			cfg.Logger = slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))
+			n := start(t, cfg)
+			n.Send(Event{Kind: Recovered, Message: "x"})
+			if err := closeWithin(t, n, 10*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if got := elsewhere.Load(); got != 0 {
+				t.Errorf("the redirect was followed: the other host got %d requests", got)
+			}
+			if s := n.Stats(); s.Failed != 1 || s.Delivered != 0 || attempts.Load() != 1 {
+				t.Errorf("stats %+v after %d attempts, want one failed attempt", s, attempts.Load())
+			}
+			out := logs.String()
+			if want := fmt.Sprintf("redirected with HTTP status %d to %s/moved/hook,", status, other.URL); !strings.Contains(out, want) || strings.Contains(out, "t0ken") {
+				t.Errorf("log, want %q and no query:\n%s", want, out)
+			}
+		})
+	}
+}
+
 // RetryMax bounds the attempts of an event that keeps failing.
 func TestRetryMax(t *testing.T) {
 	r := newReceiver(t, func(string, int) int { return http.StatusServiceUnavailable })
@@ -488,7 +525,7 @@ func TestSanitize(t *testing.T) {
 		"apply@tcp(h:3306)/db and apply:s3cret@tcp(h:3306)/db":              "apply@tcp(h:3306)/db and apply:xxxxx@tcp(h:3306)/db",
 		"host=h user=u password=s3cret dbname=d":                            "host=h user=u password=xxxxx dbname=d",
 		"host=h password='a b\\' c' dbname=d":                               "host=h password=xxxxx dbname=d",
-		"https://h/x?token=abc&x=1 and PASSWORD = s3cret":                   "https://h/x?token=xxxxx&x=1 and PASSWORD = xxxxx",
+		"https://h/x?token=abc&x=1 and PASSWORD = s3cret":                   "https://h/x?token=xxxxx and PASSWORD = xxxxx",
 		"line one\nline\ttwo\r\n":                                           "line one line two  ",
 		"postgres://repl@db.example/shop (no password) at xid 7 commit 0/1": "postgres://repl@db.example/shop (no password) at xid 7 commit 0/1",
 	} {

@@ -121,14 +121,33 @@ type Server struct {
 	done chan struct{}
 }
 
+// timeouts bound what one client may hold of the endpoint: the request's
+// headers, the whole request, the answer, and an idle keep-alive
+// connection. Without them a client that sends slowly, reads slowly or
+// never closes keeps a connection (and its goroutine) for ever.
+type timeouts struct {
+	readHeader, read, write, idle time.Duration
+}
+
+// serveTimeouts are the endpoint's: a scrape of /metrics answers in well
+// under the write bound.
+func serveTimeouts() timeouts {
+	return timeouts{readHeader: 10 * time.Second, read: 30 * time.Second, write: 30 * time.Second, idle: 2 * time.Minute}
+}
+
 // Listen binds addr (HOST:PORT) and serves h there in the background.
 func Listen(addr string, h http.Handler, log *slog.Logger) (*Server, error) {
+	return listen(addr, h, log, serveTimeouts())
+}
+
+func listen(addr string, h http.Handler, log *slog.Logger, to timeouts) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--http-addr %s: %w", addr, err)
 	}
 	s := &Server{ln: ln, done: make(chan struct{}),
-		srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
+		srv: &http.Server{Handler: h, ReadHeaderTimeout: to.readHeader, ReadTimeout: to.read, WriteTimeout: to.write, IdleTimeout: to.idle,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}}
 	go func() {
 		defer close(s.done)
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

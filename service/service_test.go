@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -202,6 +203,11 @@ func TestReadyAndHealthy(t *testing.T) {
 		t.Errorf("reconnects %d, transient errors %d; want 1 each", st.reconnects.Load(), st.errors[0].Load())
 	}
 	probe("/readyz", 200, "ok")
+
+	st.SessionEnded(apply.SessionEnd{Err: errors.New(`invalid MySQL DSN: parse "mysql://u:hun ter2@h/db": invalid userinfo`), Class: apply.ClassPermanent})
+	if _, body := scrape(t, srv, "/readyz"); strings.Contains(body, "hun ter2") || !strings.Contains(body, "mysql://u:xxxxx@h/db") {
+		t.Errorf("/readyz answered %q: the password is not redacted as in webhooks", body)
+	}
 }
 
 // TestStatusJSON: /status has decant status --json's shape, from the
@@ -345,4 +351,44 @@ func TestConnectionTLSGauge(t *testing.T) {
 	links.Observe(source.Link{Side: "target", Addr: "db:3306", Encrypted: true})
 	_, body = scrape(t, srv, "/metrics")
 	wantSeries(t, body, `decant_connection_tls{pipeline="p1",side="target",verified="false"} 1`)
+}
+
+// TestListenTimeouts: the endpoint ends a connection whose client stops
+// sending in the middle of a request, and a keep-alive connection left
+// idle; and Listen sets every bound. The bounds are shortened here so
+// that the server's own closing is what the test waits for.
+func TestListenTimeouts(t *testing.T) {
+	if to := serveTimeouts(); to.readHeader <= 0 || to.read <= 0 || to.write <= 0 || to.idle <= 0 {
+		t.Fatalf("Listen's timeouts %+v: each must be set", to)
+	}
+	st, _ := newTestState()
+	short := timeouts{readHeader: 200 * time.Millisecond, read: 200 * time.Millisecond, write: time.Second, idle: 200 * time.Millisecond}
+	s, err := listen("127.0.0.1:0", Handler(st, NewRegistry(st), Probes{}), slog.New(slog.DiscardHandler), short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(t.Context())
+	for name, send := range map[string]string{
+		"half a request":                "GET /healthz HTTP/1.1\r\nHost: x\r\n",
+		"an idle keep-alive connection": "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+	} {
+		conn, err := net.Dial("tcp", s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(conn, send); err != nil {
+			t.Fatal(err)
+		}
+		// A generous deadline: the test fails only if the server never
+		// closes the connection.
+		_ = conn.SetReadDeadline(time.Now().Add(time.Minute))
+		got, err := io.ReadAll(conn)
+		conn.Close()
+		if err != nil {
+			t.Errorf("%s: the server did not close the connection: %v", name, err)
+		}
+		if strings.HasSuffix(send, "\r\n\r\n") != strings.Contains(string(got), "200 OK") {
+			t.Errorf("%s: answered %q", name, got)
+		}
+	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/decant/decant/apply"
 	"github.com/decant/decant/apply/bulk"
 	"github.com/decant/decant/checkpoint"
+	"github.com/decant/decant/notify"
 	"github.com/decant/decant/source"
 )
 
@@ -51,7 +52,7 @@ type State struct {
 	checkpoint checkpoint.Row
 	hasCP      bool
 	slot       source.SlotState
-	lastErr    string // the error that ended the last session, one line
+	lastErr    string // the error that ended the last session, one line, redacted as webhooks are (notify.Sanitize)
 	lastClass  apply.ErrorClass
 	copying    map[source.TableName]*copyTable
 	copyOrder  []source.TableName
@@ -121,7 +122,7 @@ func (s *State) SessionEnded(e apply.SessionEnd) {
 		}
 	}
 	s.mu.Lock()
-	s.lastErr, s.lastClass = oneLine(e.Err.Error()), e.Class
+	s.lastErr, s.lastClass = notify.Sanitize(e.Err.Error()), e.Class
 	s.mu.Unlock()
 }
 
@@ -320,15 +321,4 @@ func unixTime(ns int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, ns)
-}
-
-// oneLine keeps an error message on one line for a probe's answer.
-func oneLine(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c == '\n' || c == '\r' {
-			b[i] = ' '
-		}
-	}
-	return string(b)
 }

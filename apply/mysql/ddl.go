@@ -68,10 +68,10 @@ func (t *Target) runSchemaSteps(ctx context.Context, txn *source.Txn, d *source.
 	var u *mapping.UnsupportedDDL
 	if errors.As(err, &u) {
 		if !t.cfg.SkipUnsupportedDDL {
-			return &apply.Error{Op: "ddl", Table: table, Xid: txn.Xid, Commit: txn.Commit,
-				Err: fmt.Errorf("%v; statement: %s (--on-unsupported-ddl skip records it and goes on)", u, apply.OneLine(d.Statement))}
+			return apply.UnsupportedDDL(txn, d, table, u)
 		}
-		t.log.Warn("schema change skipped", "table", table.String(), "commit", txn.Commit.String(), "reason", u.Error(), "statement", apply.OneLine(d.Statement))
+		apply.LogSkippedDDL(t.log, txn, d, table, u)
+		// The statement itself is kept only here, on the target.
 		t.batch.add(checkpoint.MySQLSkipped, []any{t.cfg.Pipeline, uint64(txn.Commit), txn.Xid, d.Statement, u.Error()},
 			apply.Origin{Op: "ddl", Table: table, Txn: txn, Expect: 1})
 		return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/decant/decant/source"
+	"github.com/decant/decant/source/pgsession"
 )
 
 // IsDSN reports whether dsn names a MySQL/MariaDB target: a mysql:// URL or
@@ -43,7 +44,7 @@ func parseDSN(dsn string) (*mysql.Config, *linkGuard, error) {
 		cfg, err = mysql.ParseDSN(dsn)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, pgsession.DSNError(dsn, err)
 	}
 	if cfg.DBName == "" {
 		return nil, nil, fmt.Errorf("MySQL DSN names no database: want mysql://user:pass@host:port/database")
@@ -93,7 +94,7 @@ func parseDSN(dsn string) (*mysql.Config, *linkGuard, error) {
 func fromURL(dsn string) (*mysql.Config, error) {
 	u, err := url.Parse(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("invalid MySQL DSN: %s", strings.ReplaceAll(err.Error(), dsn, "mysql://…"))
+		return nil, fmt.Errorf("invalid MySQL DSN: %w", pgsession.DSNError(dsn, err))
 	}
 	cfg := mysql.NewConfig()
 	cfg.Net = "tcp"
@@ -113,7 +114,7 @@ func fromURL(dsn string) (*mysql.Config, error) {
 	if q := u.Query(); len(q) > 0 {
 		parsed, err := mysql.ParseDSN("/?" + q.Encode())
 		if err != nil {
-			return nil, fmt.Errorf("invalid MySQL DSN parameters: %v", err)
+			return nil, fmt.Errorf("invalid MySQL DSN parameters: %w", pgsession.DSNError(dsn, err))
 		}
 		parsed.Net, parsed.Addr, parsed.User, parsed.Passwd, parsed.DBName = cfg.Net, cfg.Addr, cfg.User, cfg.Passwd, cfg.DBName
 		return parsed, nil

@@ -49,7 +49,7 @@ func describe(err error) error {
 	if errors.As(err, &my) {
 		msg := my.Message
 		if valueNumbers[my.Number] {
-			msg = redactFirst(msg)
+			msg = redactLiterals(msg)
 		}
 		hint := ""
 		if my.Number == 1153 || my.Number == 1301 {
@@ -76,14 +76,13 @@ func describe(err error) error {
 	return err
 }
 
-// redactFirst replaces the first quoted literal of a message (the value,
-// in messages like "Duplicate entry '5' for key 'PRIMARY'").
-func redactFirst(msg string) string {
-	loc := quotedValue.FindStringIndex(msg)
-	if loc == nil {
-		return msg
-	}
-	return msg[:loc[0]] + "'…'" + msg[loc[1]:]
+// redactLiterals replaces every quoted literal of a message: a value
+// may be quoted more than once, or next to another ("Duplicate entry
+// '5-x' for key 'PRIMARY'", "Incorrect datetime value: '...' for column
+// 'c'"), and a key or column name lost is a smaller harm than a value
+// kept.
+func redactLiterals(msg string) string {
+	return quotedValue.ReplaceAllLiteralString(msg, "'…'")
 }
 
 // connGone reports whether err says the connection was already closed.

@@ -83,7 +83,7 @@ func TestCompareWith(t *testing.T) {
 func TestDescribe(t *testing.T) {
 	dup := &mysql.MySQLError{Number: 1062, Message: "Duplicate entry 'SECRET-1' for key 'PRIMARY'"}
 	err := describe(dup)
-	if strings.Contains(err.Error(), "SECRET") || !strings.Contains(err.Error(), "for key 'PRIMARY'") || !strings.Contains(err.Error(), "1062") {
+	if want := "Duplicate entry '…' for key '…' (MySQL error 1062)"; err.Error() != want {
 		t.Errorf("duplicate entry: %s", err)
 	}
 	if apply.Transient(err) {
@@ -100,8 +100,19 @@ func TestDescribe(t *testing.T) {
 	if !apply.Transient(describe(mysql.ErrInvalidConn)) {
 		t.Error("a lost connection should be retried")
 	}
-	if got := describe(&mysql.MySQLError{Number: 1366, Message: `Incorrect integer value: 'abc' for column 'n' at row 1`}).Error(); got != `Incorrect integer value: '…' for column 'n' at row 1 (MySQL error 1366)` {
-		t.Errorf("bad value: %s", got)
+	for _, tt := range []struct {
+		number    uint16
+		msg, want string
+	}{
+		// The server does not escape a quote in the value it quotes:
+		// every literal goes, so that no piece of it is left quoted.
+		{1062, "Duplicate entry 'a' for key 'SECRET' for key 'PRIMARY'", "Duplicate entry '…' for key '…' for key '…' (MySQL error 1062)"},
+		{1366, "Incorrect integer value: 'abc' for column `db`.`t`.`n` at row 1", "Incorrect integer value: '…' for column `db`.`t`.`n` at row 1 (MySQL error 1366)"},
+		{3140, `Invalid JSON text: "Missing a name" at position 1 in value for column 't.j'.`, `Invalid JSON text: '…' at position 1 in value for column '…'. (MySQL error 3140)`},
+	} {
+		if got := describe(&mysql.MySQLError{Number: tt.number, Message: tt.msg}).Error(); got != tt.want {
+			t.Errorf("describe(%q)\n = %q\nwant %q", tt.msg, got, tt.want)
+		}
 	}
 }
 
@@ -122,6 +133,18 @@ func TestParseDSN(t *testing.T) {
 	}
 	if _, err := ParseDSN("mysql://u@h:3306/"); err == nil {
 		t.Error("a DSN without a database was accepted")
+	}
+	for _, bad := range []string{
+		"mysql://u:hunter2/x@h/db",          // url.Parse takes u:hunter2 for the host
+		"mysql://u:hun ter2@h/db",           // a space in the userinfo
+		"mysql://u:hunter2#x@h/db",          // a "#" in the password
+		"u:hunter2@tcp(h/db",                // an address not closed
+		"u:hunter2@tcp(h)/db?parseTime=hun", // a bad parameter
+	} {
+		_, err := ParseDSN(bad)
+		if err == nil || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "hun ter2") {
+			t.Errorf("ParseDSN(%q) = %v, want an error without the password", bad, err)
+		}
 	}
 	if !IsDSN("mysql://h/db") || !IsDSN("u:p@tcp(h:1)/db") || IsDSN("postgres://h/db") {
 		t.Error("IsDSN")

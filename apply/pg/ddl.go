@@ -3,7 +3,6 @@ package pg
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/decant/decant/apply"
@@ -55,17 +54,17 @@ func (t *Target) applyDDL(ctx context.Context, txn *source.Txn, d *source.DDL) e
 }
 
 // unsupported applies --on-unsupported-ddl to a change decant cannot
-// translate: stop with the statement, or record it and go on.
+// translate: stop naming its tag and table, or record it and go on.
 func (t *Target) unsupported(txn *source.Txn, d *source.DDL, table source.TableName, err error) error {
 	var u *mapping.UnsupportedDDL
 	if !errors.As(err, &u) {
 		return err
 	}
 	if !t.cfg.SkipUnsupportedDDL {
-		return &apply.Error{Op: "ddl", Table: table, Xid: txn.Xid, Commit: txn.Commit,
-			Err: fmt.Errorf("%v; statement: %s (--on-unsupported-ddl skip records it and goes on)", u, apply.OneLine(d.Statement))}
+		return apply.UnsupportedDDL(txn, d, table, u)
 	}
-	t.log.Warn("schema change skipped", "table", table.String(), "commit", txn.Commit.String(), "reason", u.Error(), "statement", apply.OneLine(d.Statement))
+	apply.LogSkippedDDL(t.log, txn, d, table, u)
+	// The statement itself is kept only here, on the target.
 	t.batch.add(checkpoint.PGSkipped, [][]byte{[]byte(t.cfg.Pipeline), []byte(txn.Commit.String()),
 		strconv.AppendUint(nil, txn.Xid, 10), []byte(d.Statement), []byte(u.Error())},
 		apply.Origin{Op: "ddl", Table: table, Txn: txn, Expect: 1})

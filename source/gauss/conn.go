@@ -112,7 +112,7 @@ func ParseDSN(dsn string) (ConnConfig, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return ConnConfig{}, fmt.Errorf("invalid DSN: %v; %s", err, form)
+		return ConnConfig{}, fmt.Errorf("invalid DSN: %w; %s", pgsession.DSNError(dsn, err), form)
 	}
 	switch u.Scheme {
 	case "gaussdb", "opengauss", "postgres", "postgresql":

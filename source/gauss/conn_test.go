@@ -190,6 +190,7 @@ func TestConnParseDSNErrors(t *testing.T) {
 		{"", "empty DSN"},
 		{"mysql://u:p@h/db", `DSN scheme "mysql" is not gaussdb://`},
 		{"gaussdb://u:secretpw@h:notaport/db", "invalid DSN"},
+		{"gaussdb://u:secretpw/x@h/db", "invalid DSN"}, // url.Parse takes u:secretpw for the host
 		{"gaussdb://u:p@h/db?sslmode=verify-full", "needs sslrootcert"},
 		{"gaussdb://u:p@h/db?sslmode=require&sslcert=/c.pem", "sslcert and sslkey go together"},
 		{"gaussdb://u:p@h/db?sslmode=disable&sslcert=/c.pem&sslkey=/k.pem", "uses no TLS"},

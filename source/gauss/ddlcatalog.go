@@ -676,9 +676,19 @@ func (e *tableEdit) subcommands(cmds []subcommand, o *outcome) {
 			err = cmd.err
 		}
 		if err != nil {
-			o.unsupportedf("%s %s: %v", e.def.Name, clipDDL(cmd.text), err)
+			o.unsupportedf("%s %s: %v", e.def.Name, verb(cmd.text), err)
 		}
 	}
+}
+
+// verb names a subcommand by its first word (MODIFY, ADD, DROP...): the
+// rest is the source session's text, which may quote values (a DEFAULT,
+// a CHECK), and the reason goes into errors and logs.
+func verb(text string) string {
+	if f := strings.Fields(text); len(f) > 0 {
+		return strings.ToUpper(f[0])
+	}
+	return "subcommand"
 }
 
 // subcommand applies what one subcommand changes. A column that exists

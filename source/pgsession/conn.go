@@ -55,14 +55,14 @@ func parseDSN(dsn, side string) (*pgconn.Config, error) {
 	if dsn == "" {
 		return nil, fmt.Errorf("empty DSN: want postgres://user:password@host:port/database")
 	}
-	if i := strings.Index(dsn, "://"); i >= 0 {
-		if scheme := dsn[:i]; scheme != "postgres" && scheme != "postgresql" {
+	if loc := urlScheme.FindStringIndex(dsn); loc != nil && loc[0] == 0 {
+		if scheme := dsn[:loc[1]-3]; scheme != "postgres" && scheme != "postgresql" {
 			return nil, fmt.Errorf("DSN scheme %q is not postgres://", scheme)
 		}
 	}
 	cfg, err := pgconn.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("invalid DSN: %s", redactDSN(err.Error()))
+		return nil, fmt.Errorf("invalid DSN: %w", DSNError(dsn, err))
 	}
 	for k, v := range sessionParams() {
 		if _, set := cfg.RuntimeParams[k]; !set || k != "application_name" {
@@ -78,16 +78,6 @@ func parseDSN(dsn, side string) (*pgconn.Config, error) {
 		return nil, err
 	}
 	return cfg, nil
-}
-
-// redactDSN keeps passwords out of parse errors, which quote the input.
-func redactDSN(msg string) string {
-	if i := strings.Index(msg, "://"); i >= 0 {
-		if at := strings.Index(msg[i:], "@"); at > 0 {
-			return msg[:i+3] + "***" + msg[i+at:]
-		}
-	}
-	return msg
 }
 
 // ReplicationConfig is ParseDSN for a logical replication connection

@@ -65,16 +65,6 @@ func TestParseDSNErrors(t *testing.T) {
 	}
 }
 
-func TestRedactDSN(t *testing.T) {
-	got := redactDSN(`cannot parse "postgres://u:hunter2@h/db": bad`)
-	if want := `cannot parse "postgres://***@h/db": bad`; got != want {
-		t.Errorf("redactDSN = %q, want %q", got, want)
-	}
-	if got := redactDSN("no url here"); got != "no url here" {
-		t.Errorf("redactDSN changed %q", got)
-	}
-}
-
 func TestReplicationConfig(t *testing.T) {
 	cfg, err := ReplicationConfig("postgres://u@h/db")
 	if err != nil {
