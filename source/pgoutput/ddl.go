@@ -86,8 +86,9 @@ func (e *CaptureError) Error() string {
 // (sql_drop) and decant_pre_<pipeline> (ddl_command_start, DROP INDEX
 // only), and the SECURITY DEFINER function decant.ddl_<pipeline>_publish
 // through which users who do not own the publication add their new tables
-// to it. It creates schema decant if needed and grants USAGE on it to
-// PUBLIC.
+// to it, and the queue table decant.ddl_events_<pipeline> the capture
+// writes into, added to the publication (ensureQueue). It creates schema
+// decant if needed and grants USAGE on it to PUBLIC.
 //
 // Tables are selected as filter selects them (and, once in the
 // publication, whatever their name). A CREATE TABLE [AS] of a selected
@@ -98,7 +99,8 @@ func (e *CaptureError) Error() string {
 // DELETEs once published.
 //
 // It is idempotent: the functions are replaced (with the current filter
-// and publication), the triggers are created only if missing. It needs a
+// and publication), the triggers and the queue table are created only if
+// missing. It needs a
 // superuser (only superusers create event triggers) and an existing
 // publication. The pipeline name must fit in the trigger names: at most
 // 51 lowercase letters, digits and underscores.
