@@ -107,7 +107,7 @@ func (c *Catalog) Apply(stmt string) (change source.Change, ok bool, err error) 
 		out, err = c.apply(st)
 	}
 	if err != nil {
-		return source.Change{}, false, fmt.Errorf("ddl statement %s: %w", clipDDL(stmt), err)
+		return source.Change{}, false, fmt.Errorf("ddl statement %s: %w", ddlHead(stmt), err)
 	}
 	if out.empty() {
 		return source.Change{}, false, nil

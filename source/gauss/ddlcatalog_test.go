@@ -660,9 +660,9 @@ func TestCatalogErrors(t *testing.T) {
 	c = NewCatalog(map[uint32]*source.TableDef{math.MaxUint32: c.Def(source.TableName{Schema: "public", Name: "t1"})}, source.TableFilter{})
 	before := snapshot(c)
 	for _, tc := range []struct{ stmt, want string }{
-		{`}{`, `ddl statement "}{": not SQL: it does not start with a keyword`},
+		{`}{`, `ddl statement (not starting with a keyword): not SQL: it does not start with a keyword`},
 		{"ALTER  TABLE\n", `ddl statement "ALTER TABLE": ALTER TABLE names no table: expected a name at the end of the statement`},
-		{`CREATE TABLE public.t2 (a int)`, `ddl statement "CREATE TABLE public.t2 (a int)": no table OID left to allocate`},
+		{`CREATE TABLE public.t2 (a int)`, `ddl statement "CREATE TABLE": no table OID left to allocate`},
 	} {
 		_, ok, err := c.Apply(tc.stmt)
 		if ok || err == nil || err.Error() != tc.want {

@@ -1279,7 +1279,35 @@ func (p *ddlParser) expected(what string) error {
 	case tBad:
 		return fmt.Errorf("expected %s, found %s at byte %d", what, t.val, t.pos)
 	}
-	return fmt.Errorf("expected %s, found %s at byte %d", what, clipDDL(p.src[t.pos:t.end]), t.pos)
+	return fmt.Errorf("expected %s, found %s at byte %d", what, foundToken(p.src, t), t.pos)
+}
+
+// foundToken names a token for a message: a word or an operator as
+// written, a literal by its kind only, since it may hold a value.
+func foundToken(src string, t ddlToken) string {
+	switch t.kind {
+	case tString:
+		return "a string literal"
+	case tNumber:
+		return "a number"
+	}
+	return clipDDL(src[t.pos:t.end])
+}
+
+// ddlHead names a statement for a message by its leading keywords (up to
+// three: "CREATE UNIQUE INDEX"), never its text, which may hold values.
+func ddlHead(stmt string) string {
+	var words []string
+	for _, w := range strings.Fields(stmt) {
+		if len(words) == 3 || strings.TrimLeft(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") != "" {
+			break
+		}
+		words = append(words, strings.ToUpper(w))
+	}
+	if len(words) == 0 {
+		return "(not starting with a keyword)"
+	}
+	return strconv.Quote(strings.Join(words, " "))
 }
 
 // name reads one identifier, quoted or not.
