@@ -472,7 +472,7 @@ func (s *stream) run(ctx context.Context) error {
 		if err != nil {
 			if ctx.Err() != nil {
 				// A clean stop: tell the source what the target holds now.
-				s.report(context.WithoutCancel(ctx))
+				s.reportAtStop(ctx)
 				return ctx.Err()
 			}
 			if !pgconn.Timeout(err) {
@@ -629,7 +629,7 @@ func (s *stream) send(ctx context.Context, c source.Chunk) error {
 		case <-ctx.Done():
 			// The applier ended: tell the source what the target holds
 			// now, as a stop while receiving does.
-			s.report(context.WithoutCancel(ctx))
+			s.reportAtStop(ctx)
 			return ctx.Err()
 		case <-s.ticker.C:
 			s.r.log.Debug("reader waiting for applier", "waiting", time.Since(start).Round(time.Second).String())
@@ -654,6 +654,15 @@ func (s *stream) maybeReport(ctx context.Context, force bool) error {
 // the last position committed on the target, never the received position:
 // the source may then recycle WAL only for work the target durably has.
 func (s *stream) report(ctx context.Context) error { return s.status(ctx, false) }
+
+// reportAtStop reports as the stream stops (ctx is done), on a short
+// deadline of its own: a source that no longer reads must not hold the
+// stop up.
+func (s *stream) reportAtStop(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+	defer cancel()
+	s.report(rctx)
+}
 
 // status sends the status update, asking the server to answer at once
 // with a keepalive when reply is set.
